@@ -10,13 +10,13 @@ class ModelError(ValueError):
   """
 
   def __init__(
-      self,
-      message: str,
-      *,
-      file: str | None = None,
-      line: int | None = None,
-      element: str | None = None,
-      attribute: str | None = None,
+    self,
+    message: str,
+    *,
+    file: str | None = None,
+    line: int | None = None,
+    element: str | None = None,
+    attribute: str | None = None,
   ):
     self.file = file
     self.line = line

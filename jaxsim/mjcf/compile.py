@@ -1,0 +1,2003 @@
+"""Element tree -> compiled model arrays, in MuJoCo's element order (mjCModel::Compile).
+
+Everything here is plain Python and NumPy. The result is a flat dict of MuJoCo-named arrays and
+counts (`Compiled`), which `jaxsim.types.Model` wraps; quantities that need the dynamics pipeline
+at qpos0 (MuJoCo's mj_setConst: tendon_length0, dof_invweight0, ...) are filled in later.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import os
+from collections.abc import Callable
+
+import numpy as np
+
+from jaxsim.errors import ModelError
+from jaxsim.mjcf import frames, inertia, schema
+from jaxsim.mjcf.defaults import BUILTIN, Defaults
+from jaxsim.mjcf.parse import Element
+
+MINVAL = 1e-15
+EPS = 1e-14
+
+OBJ = {'body': 1, 'xbody': 2, 'joint': 3, 'dof': 4, 'geom': 5, 'site': 6, 'camera': 7}
+OBJ.update({'mesh': 10, 'hfield': 12, 'equality': 17, 'tendon': 18, 'actuator': 19, 'sensor': 20})
+TRN_JOINT, TRN_JOINTINPARENT, TRN_SLIDERCRANK, TRN_TENDON, TRN_SITE, TRN_BODY = range(6)
+TRN_UNDEFINED = 1000
+WRAP_NONE, WRAP_JOINT, WRAP_PULLEY, WRAP_SITE, WRAP_SPHERE, WRAP_CYLINDER = range(6)
+EQ_CONNECT, EQ_WELD, EQ_JOINT, EQ_TENDON = range(4)
+NEQDATA = 12
+JNT_FREE, JNT_BALL, JNT_SLIDE, JNT_HINGE = range(4)
+DYN_NONE, DYN_INTEGRATOR, DYN_FILTER, DYN_FILTEREXACT, DYN_MUSCLE = range(5)
+
+_TOP_LEVEL = {
+  'compiler',
+  'option',
+  'size',
+  'statistic',
+  'visual',
+  'default',
+  'asset',
+  'worldbody',
+  'contact',
+  'tendon',
+  'equality',
+  'actuator',
+  'sensor',
+  'custom',
+  'keyframe',
+}
+
+
+class Compiled(dict):
+  """MuJoCo-named arrays and counts of one compiled model, plus names and meta information."""
+
+  def __getattr__(self, name):
+    try:
+      return self[name]
+    except KeyError:
+      raise AttributeError(name) from None
+
+
+def _only(elem: Element, allowed: set[str]):
+  for child in elem.children:
+    if child.tag not in allowed:
+      if child.tag in schema.UNSUPPORTED_ELEMENTS:
+        raise child.error(f'{schema.UNSUPPORTED_ELEMENTS[child.tag]} are not supported by jaxsim')
+      raise child.error(f'unknown element <{child.tag}> in <{elem.tag}>')
+
+
+class _Compiler:
+  """One compilation: holds the partial model while sections are read in MuJoCo's order."""
+
+  def __init__(self, root: Element, directory: str, read: Callable[[str], bytes], model_file: str):
+    self.root = root
+    self.dir = directory
+    self.read = read
+    self.file = model_file
+    self.defaults = Defaults()
+    self.comp = {
+      'autolimits': True,
+      'boundmass': 0.0,
+      'boundinertia': 0.0,
+      'settotalmass': -1.0,
+      'balanceinertia': False,
+      'angle': 1,
+      'eulerseq': 'xyz',
+      'meshdir': '',
+      'texturedir': '',
+      'inertiafromgeom': 2,
+      'inertiagrouprange': np.array([0, 5]),
+      'fitaabb': False,
+      'alignfree': False,
+      'discardvisual': False,
+      'fusestatic': False,
+    }
+    self.opt = {
+      'timestep': 0.002,
+      'impratio': 1.0,
+      'tolerance': 1e-8,
+      'ls_tolerance': 0.01,
+      'noslip_tolerance': 1e-6,
+      'ccd_tolerance': 1e-6,
+      'sleep_tolerance': 1e-3,
+      'gravity': np.array([0, 0, -9.81]),
+      'wind': np.zeros(3),
+      'magnetic': np.array([0, -0.5, 0]),
+      'density': 0.0,
+      'viscosity': 0.0,
+      'o_margin': 0.0,
+      'o_solref': np.array([0.02, 1.0]),
+      'o_solimp': np.array([0.9, 0.95, 0.001, 0.5, 2.0]),
+      'o_friction': np.array([1, 1, 0.005, 0.0001, 0.0001]),
+      'integrator': 0,
+      'cone': 0,
+      'jacobian': 2,
+      'solver': 2,
+      'iterations': 100,
+      'ls_iterations': 50,
+      'noslip_iterations': 0,
+      'ccd_iterations': 35,
+      'sdf_iterations': 10,
+      'sdf_initpoints': 40,
+      'disableflags': 0,
+      'enableflags': 0,
+    }
+    self.size = {}
+    self.statistic = {}
+    # name -> index maps, per namespace
+    self.names: dict[str, dict[str, int]] = {}
+    self.name_lists: dict[str, list[str]] = {}
+    self.unsupported: list[str] = []
+
+  # ---------------------------------------------------------------- utilities
+
+  def degree(self) -> bool:
+    return self.comp['angle'] == 1
+
+  def register(self, ns: str, elem: Element, index: int, attribute='name'):
+    name = elem.attrs.get(attribute, '')
+    self.name_lists.setdefault(ns, []).append(name)
+    if not name:
+      return
+    table = self.names.setdefault(ns, {})
+    if name in table:
+      raise elem.error(f'repeated name {name!r} in {ns} namespace', attribute=attribute)
+    table[name] = index
+
+  def lookup(self, ns: str, elem: Element, attribute: str, name: str | None = None) -> int:
+    name = elem.attrs[attribute] if name is None else name
+    table = self.names.get(ns, {})
+    if name not in table:
+      raise elem.error(f'unknown {ns} {name!r}', attribute=attribute)
+    return table[name]
+
+  def cls_of(self, elem: Element, inherited: str) -> str:
+    name = elem.attrs.get('class', inherited)
+    if name not in self.defaults.classes:
+      raise elem.error(f'unknown default class {name!r}', attribute='class')
+    return name
+
+  def read_element(self, elem: Element, table: dict, kind: str, cls: str) -> dict:
+    base = self.defaults.get(cls, kind, elem)
+    return schema.read_attrs(elem, table, base)
+
+  def note_unsupported(self, feature: str):
+    if feature not in self.unsupported:
+      self.unsupported.append(feature)
+
+  # ---------------------------------------------------------------- top level
+
+  def run(self) -> Compiled:
+    root = self.root
+    if root.tag != 'mujoco':
+      raise root.error(f'root element must be <mujoco>, got <{root.tag}>')
+    extra = set(root.attrs) - {'model'}
+    if extra:
+      raise root.error('unknown attribute of <mujoco>', attribute=sorted(extra)[0])
+    self.model_name = root.attrs.get('model', 'MuJoCo Model')
+    _only(root, _TOP_LEVEL)
+    for e in root.find('compiler'):
+      self.read_compiler(e)
+    for e in root.find('option'):
+      self.read_option(e)
+    for e in root.find('size'):
+      self.size = schema.read_attrs(e, schema.SIZE, self.size)
+      _only(e, set())
+    for e in root.find('statistic'):
+      self.statistic = schema.read_attrs(e, schema.STATISTIC, self.statistic)
+      _only(e, set())
+    for e in root.find('visual'):
+      self.read_visual(e)
+    defaults = root.find('default')
+    if len(defaults) > 1:
+      raise defaults[1].error('only one top-level <default> element is allowed')
+    for e in defaults:
+      self.defaults.read(e, None, self.apply_actuator_shortcut)
+    self.assets = {'mesh': [], 'hfield': [], 'material': [], 'texture': [], 'skin': []}
+    for e in root.find('asset'):
+      self.read_assets(e)
+    self.compile_meshes()
+    self.bodies: list[dict] = []
+    self.joints: list[dict] = []
+    self.geoms: list[dict] = []
+    self.sites: list[dict] = []
+    self.cameras: list[dict] = []
+    self.lights: list[dict] = []
+    worlds = root.find('worldbody')
+    world = {
+      'id': 0,
+      'parent': -1,
+      'pos': np.zeros(3),
+      'quat': np.array([1.0, 0, 0, 0]),
+      'elem': worlds[0] if worlds else root,
+      'mocap': False,
+      'gravcomp': 0.0,
+      'joints': [],
+      'geoms': [],
+      'sites': [],
+      'children': [],
+      'explicit_inertial': False,
+      'inertial': None,
+      'depth': 0,
+    }
+    self.bodies.append(world)
+    self.register('body', Element('worldbody', {'name': 'world'}, [], self.file, 0), 0)
+    for w in worlds:
+      if w.attrs:
+        raise w.error('the world body cannot have attributes', attribute=next(iter(w.attrs)))
+      self.read_body_children(w, world, 'main', np.zeros(3), np.array([1.0, 0, 0, 0]))
+    self.order_tree()
+    self.compile_bodies()
+    self.contact = root.find('contact')
+    self.compile_tendons(root.find('tendon'))
+    self.compile_actuators(root.find('actuator'))
+    self.compile_equality(root.find('equality'))
+    self.compile_contact(root.find('contact'))
+    self.compile_sensors(root.find('sensor'))
+    self.compile_custom(root.find('custom'))
+    self.compile_keyframes(root.find('keyframe'))
+    return self.out
+
+  # ---------------------------------------------------------------- compiler/option
+
+  def read_compiler(self, e: Element):
+    _only(e, {'lengthrange'})
+    attrs = schema.read_attrs(e, schema.COMPILER)
+    if attrs.get('coordinate', 0) == 1:
+      raise e.error(
+        "global coordinates are not supported (MuJoCo removed them); use 'local'",
+        attribute='coordinate',
+      )
+    if 'eulerseq' in attrs:
+      seq = attrs['eulerseq']
+      if len(seq) != 3 or any(c not in 'xyzXYZ' for c in seq):
+        raise e.error(f'eulerseq must be 3 characters from xyzXYZ, got {seq!r}', 'eulerseq')
+    if 'assetdir' in attrs:
+      attrs.setdefault('meshdir', attrs['assetdir'])
+      attrs.setdefault('texturedir', attrs['assetdir'])
+    self.comp.update(attrs)
+    for lr in e.find('lengthrange'):
+      _only(lr, set())
+      self.lengthrange = schema.read_attrs(lr, schema.LENGTHRANGE)
+
+  def read_option(self, e: Element):
+    _only(e, {'flag'})
+    attrs = schema.read_attrs(e, schema.OPTION)
+    if attrs.get('timestep', 1.0) <= 0:
+      raise e.error('timestep must be positive', attribute='timestep')
+    for key in ('iterations', 'ls_iterations'):
+      if attrs.get(key, 1) < 0:
+        raise e.error(f'{key} must be non-negative', attribute=key)
+    if attrs.get('solver') == 0:
+      raise e.error("solver 'PGS' is not supported by jaxsim; use 'Newton' or 'CG'", 'solver')
+    if attrs.get('integrator') == 2:
+      self.note_unsupported('implicit integrator (option integrator="implicit")')
+    attrs.pop('actuatorgroupdisable', None)
+    self.opt.update(attrs)
+    for f in e.find('flag'):
+      _only(f, set())
+      flags = schema.read_attrs(f, schema.FLAG)
+      for name, value in flags.items():
+        if name in schema.DISABLE_FLAGS:
+          bit = 1 << schema.DISABLE_FLAGS.index(name)
+          if value == 0:
+            self.opt['disableflags'] |= bit
+          else:
+            self.opt['disableflags'] &= ~bit
+        else:
+          bit = 1 << schema.ENABLE_FLAGS.index(name)
+          if value == 1:
+            self.opt['enableflags'] |= bit
+          else:
+            self.opt['enableflags'] &= ~bit
+
+  def read_visual(self, e: Element):
+    # Visual settings do not affect physics; their grammar is checked loosely (children only).
+    _only(e, {'global', 'quality', 'headlight', 'map', 'scale', 'rgba'})
+
+  # ---------------------------------------------------------------- actuator shortcuts
+
+  def apply_actuator_shortcut(self, elem: Element, base: dict) -> dict:
+    """Reads an actuator element of any kind on top of `base` (mjXReader::OneActuator)."""
+    tag = elem.tag
+    table = schema.ACTUATORS[tag]
+    general_only = {k: v for k, v in table.items() if k in schema.GENERAL}
+    params = {k: v for k, v in table.items() if k not in schema.GENERAL}
+    a = schema.read_attrs(
+      Element(
+        tag, {k: v for k, v in elem.attrs.items() if k in general_only}, [], elem.file, elem.line
+      ),
+      general_only,
+      base,
+    )
+    for attr in elem.attrs:
+      if attr not in table:
+        raise elem.error(f'unknown attribute of <{tag}>', attribute=attr)
+    p = {k: schema.convert(elem, k, elem.attrs[k], params[k]) for k in params if k in elem.attrs}
+    a = copy.deepcopy(a)
+    gain, bias, dyn = a['gainprm'], a['biasprm'], a['dynprm']
+
+    def nonneg(key):
+      if key in p and p[key] < 0:
+        raise elem.error(f'{key} cannot be negative', attribute=key)
+
+    if tag == 'motor':
+      gain[0] = 1
+      a.update(dyntype=0, gaintype=0, biastype=0)
+    elif tag in ('position', 'intvelocity'):
+      kp = p.get('kp', gain[0])
+      if 'kv' in p and 'dampratio' in p:
+        raise elem.error('kv and dampratio cannot both be defined', attribute='dampratio')
+      gain[0] = kp
+      bias[1] = -kp
+      nonneg('kv')
+      nonneg('dampratio')
+      nonneg('timeconst')
+      if 'kv' in p:
+        bias[2] = -p['kv']
+      if 'dampratio' in p:
+        bias[2] = p['dampratio']
+      if 'timeconst' in p:
+        dyn[0] = p['timeconst']
+        a['dyntype'] = DYN_NONE if p['timeconst'] == 0 else DYN_FILTEREXACT
+      a['inheritrange'] = p.get('inheritrange', a['inheritrange'])
+      if a['inheritrange'] > 0 and (a['ctrlrange'][0] or a['ctrlrange'][1]):
+        raise elem.error('ctrlrange and inheritrange cannot both be defined', 'inheritrange')
+      a.update(gaintype=0, biastype=1)
+      if tag == 'intvelocity':
+        a['dyntype'] = DYN_INTEGRATOR
+        if 'actlimited' in p:
+          a['actlimited'] = p['actlimited']
+        if 'actrange' in p:
+          a['actrange'] = p['actrange']
+        if a['inheritrange'] > 0 and (a['actrange'][0] or a['actrange'][1]):
+          raise elem.error('actrange and inheritrange cannot both be defined', 'inheritrange')
+    elif tag == 'velocity':
+      kv = p.get('kv', gain[0])
+      bias[:] = 0
+      gain[0] = kv
+      bias[2] = -kv
+      a.update(dyntype=0, gaintype=0, biastype=1)
+    elif tag == 'damper':
+      kv = p.get('kv', -gain[2] if a['gaintype'] == 1 else 0.0)
+      gain[:] = 0
+      gain[2] = -kv
+      a.update(ctrllimited=1, dyntype=0, gaintype=1, biastype=0)
+      if kv < 0:
+        raise elem.error('damping coefficient cannot be negative', attribute='kv')
+      if a['ctrlrange'][0] < 0 or a['ctrlrange'][1] < 0:
+        raise elem.error('damper control range cannot be negative', attribute='ctrlrange')
+    elif tag == 'cylinder':
+      dyn[0] = p.get('timeconst', dyn[0])
+      b = p.get('bias', bias[:3].copy())
+      gain[0] = p.get('area', gain[0])
+      if 'diameter' in p:
+        gain[0] = math.pi / 4 * p['diameter'] ** 2
+      bias[:3] = b
+      a.update(dyntype=DYN_FILTER, gaintype=0, biastype=1)
+    elif tag == 'muscle':
+      for i, (v, d) in enumerate(((1, 0.01), (0, 0.04))):
+        if dyn[i] == v:
+          dyn[i] = d
+      muscle_defaults = ((1, 0.75), (0, 1.05), (0, -1), (0, 200), (0, 0.5), (0, 1.6), (0, 1.5))
+      muscle_defaults += ((0, 1.3), (0, 1.2))
+      for i, (v, d) in enumerate(muscle_defaults):
+        if gain[i] == v:
+          gain[i] = d
+      tausmooth = p.get('tausmooth', dyn[2])
+      if tausmooth < 0:
+        raise elem.error('muscle tausmooth cannot be negative', attribute='tausmooth')
+      dyn[2] = tausmooth
+      tc = p.get('timeconst', np.array([-1.0, -1.0]))
+      for i in range(2):
+        if tc[i] >= 0:
+          dyn[i] = tc[i]
+      rng = p.get('range', np.array([-1.0, -1.0]))
+      for i in range(2):
+        if rng[i] >= 0:
+          gain[i] = rng[i]
+      for i, key in enumerate(('force', 'scale', 'lmin', 'lmax', 'vmax', 'fpmax', 'fvmax')):
+        if p.get(key, -1) >= 0:
+          gain[2 + i] = p[key]
+      bias[:9] = gain[:9]
+      a.update(dyntype=DYN_MUSCLE, gaintype=2, biastype=2)
+    elif tag == 'adhesion':
+      gain[0] = p.get('gain', gain[0])
+      a.update(ctrllimited=1, gaintype=0, biastype=0)
+      if gain[0] < 0:
+        raise elem.error('adhesion gain cannot be negative', attribute='gain')
+      if a['ctrlrange'][0] < 0 or a['ctrlrange'][1] < 0:
+        raise elem.error('adhesion control range cannot be negative', attribute='ctrlrange')
+    return a
+
+  # ---------------------------------------------------------------- assets
+
+  def read_assets(self, e: Element):
+    allowed = {'mesh', 'hfield', 'material', 'texture', 'skin'}
+    _only(e, allowed)
+    for child in e.children:
+      if child.tag == 'mesh':
+        _only(child, set())
+        cls = self.cls_of(child, 'main')
+        attrs = self.read_element(child, schema.MESH, 'mesh', cls)
+        self.assets['mesh'].append((child, attrs))
+      elif child.tag == 'hfield':
+        _only(child, set())
+        self.assets['hfield'].append((child, schema.read_attrs(child, schema.HFIELD)))
+      elif child.tag == 'material':
+        _only(child, {'layer'})
+        cls = self.cls_of(child, 'main')
+        attrs = self.read_element(child, schema.MATERIAL, 'material', cls)
+        self.assets['material'].append((child, attrs))
+      elif child.tag == 'texture':
+        _only(child, set())
+        self.assets['texture'].append((child, schema.read_attrs(child, schema.TEXTURE)))
+      elif child.tag == 'skin':
+        _only(child, {'bone'})
+        self.assets['skin'].append((child, schema.read_attrs(child, schema.SKIN)))
+    for kind in ('material', 'texture'):
+      for i, (elem, _) in enumerate(self.assets[kind]):
+        if kind == 'texture' and 'name' not in elem.attrs and 'file' in elem.attrs:
+          elem = Element(
+            elem.tag, {**elem.attrs, 'name': _stem(elem.attrs['file'])}, [], elem.file, elem.line
+          )
+        if len(self.name_lists.get(kind, [])) <= i:
+          self.register(kind, elem, i)
+
+  def asset_path(self, directory_key: str, filename: str) -> str:
+    base = self.comp.get(directory_key) or ''
+    if os.path.isabs(filename):
+      return filename
+    return os.path.normpath(os.path.join(self.dir, base, filename))
+
+  def compile_meshes(self):
+    from jaxsim.mjcf import mesh as meshlib
+
+    self.meshes = []
+    for i, (elem, attrs) in enumerate(self.assets['mesh']):
+      name = attrs.get('name')
+      if not name and 'file' in attrs:
+        name = _stem(attrs['file'])
+      self.register('mesh', Element('mesh', {'name': name or ''}, [], elem.file, elem.line), i)
+      if 'builtin' in attrs:
+        raise elem.error('builtin meshes are not supported by jaxsim', attribute='builtin')
+      if 'file' in attrs:
+        if 'vertex' in attrs:
+          raise elem.error('a mesh cannot have both a file and vertex data', attribute='vertex')
+        path = self.asset_path('meshdir', attrs['file'])
+        try:
+          data = self.read(path)
+        except OSError as err:
+          raise elem.error(f'cannot read mesh file {path!r}: {err.strerror}', 'file') from err
+        try:
+          vert, face = meshlib.read_mesh(data, path, attrs.get('content_type'))
+        except ModelError as err:
+          raise elem.error(f'bad mesh file {path!r}: {err.reason}', attribute='file') from err
+      elif 'vertex' in attrs:
+        v = attrs['vertex']
+        if len(v) % 3 or len(v) < 12:
+          raise elem.error('vertex data must be at least 4 points of 3 numbers', 'vertex')
+        vert = v.reshape(-1, 3)
+        face = attrs['face'].reshape(-1, 3) if 'face' in attrs else None
+        if 'face' in attrs and len(attrs['face']) % 3:
+          raise elem.error('face data must be triples of vertex indices', attribute='face')
+      else:
+        raise elem.error('a mesh needs a file or vertex data', attribute='file')
+      if face is not None and len(face) and (face.min() < 0 or face.max() >= len(vert)):
+        raise elem.error('face index out of range', attribute='face')
+      inertia_mode = {v: k for k, v in schema.ENUMS['meshinertia'].items()}[attrs['inertia']]
+      try:
+        md = meshlib.compile_mesh(
+          vert,
+          face,
+          scale=attrs['scale'],
+          refpos=attrs.get('refpos', np.zeros(3)),
+          refquat=attrs.get('refquat', np.array([1.0, 0, 0, 0])),
+          inertia=inertia_mode,
+          maxhullvert=attrs['maxhullvert'],
+          name=name,
+        )
+      except ModelError as err:
+        raise elem.error(err.reason) from err
+      self.meshes.append(md)
+    self.compile_hfields()
+
+  def compile_hfields(self):
+    self.hfields = []
+    for i, (elem, a) in enumerate(self.assets['hfield']):
+      self.register('hfield', elem, i)
+      if 'size' not in a:
+        raise elem.error('missing required attribute', attribute='size')
+      size = a['size']
+      if (size <= 0).any():
+        raise elem.error('hfield sizes must be positive', attribute='size')
+      nrow, ncol = a.get('nrow', 0), a.get('ncol', 0)
+      if 'file' in a:
+        if 'elevation' in a or nrow or ncol:
+          raise elem.error('an hfield file excludes nrow, ncol and elevation', attribute='file')
+        path = self.asset_path('meshdir', a['file'])
+        try:
+          raw = self.read(path)
+        except OSError as err:
+          raise elem.error(f'cannot read hfield file {path!r}: {err.strerror}', 'file') from err
+        data, nrow, ncol = _read_hfield(elem, raw, path)
+      else:
+        if nrow <= 0 or ncol <= 0:
+          raise elem.error('hfield nrow and ncol must be positive', attribute='nrow')
+        data = np.zeros(nrow * ncol)
+        if 'elevation' in a:
+          if len(a['elevation']) != nrow * ncol:
+            raise elem.error(f'expected nrow*ncol = {nrow * ncol} values', attribute='elevation')
+          data = a['elevation'].astype(float)
+          lo, hi = data.min(), data.max()
+          data = (data - lo) / (hi - lo) if hi > lo else np.zeros_like(data)
+          # MuJoCo stores rows bottom-up: the first row of the attribute is the top (max y) row.
+          data = data.reshape(nrow, ncol)[::-1].reshape(-1)
+      self.hfields.append({'size': size, 'nrow': nrow, 'ncol': ncol, 'data': data})
+
+  # ---------------------------------------------------------------- bodies
+
+  def read_body_children(self, elem: Element, body: dict, cls: str, fpos, fquat):
+    """Reads a body's (or frame's) children; `fpos, fquat` is the enclosing frame's pose."""
+    allowed = {'body', 'frame', 'inertial', 'joint', 'freejoint', 'geom', 'site', 'camera'}
+    allowed |= {'light'}
+    _only(elem, allowed)
+    framed = elem.tag == 'frame'
+    for child in elem.children:
+      tag = child.tag
+      if body['id'] == 0 and tag in ('inertial', 'joint', 'freejoint'):
+        raise child.error(f'the world body cannot have <{tag}>')
+      if tag == 'body':
+        self.read_body(child, body, cls, fpos, fquat)
+      elif tag == 'frame':
+        _only(child, allowed)
+        attrs = schema.read_attrs(child, schema.FRAME)
+        sub = attrs.get('childclass', cls)
+        if sub not in self.defaults.classes:
+          raise child.error(f'unknown default class {sub!r}', attribute='childclass')
+        q = frames.resolve_orientation(attrs, self.degree(), self.comp['eulerseq'], child)
+        p, q = frames.frame_accum(fpos, fquat, attrs.get('pos', np.zeros(3)), q)
+        self.read_body_children(child, body, sub, p, q)
+      elif tag == 'inertial':
+        if framed:
+          raise child.error('<inertial> cannot be inside a <frame>')
+        if body['inertial'] is not None:
+          raise child.error('a body can have only one <inertial>')
+        _only(child, set())
+        attrs = schema.read_attrs(child, schema.INERTIAL)
+        for req in ('pos', 'mass'):
+          if req not in attrs:
+            raise child.error('missing required attribute', attribute=req)
+        attrs['elem'] = child
+        body['inertial'] = attrs
+        body['explicit_inertial'] = True
+      elif tag in ('joint', 'freejoint'):
+        _only(child, set())
+        if tag == 'freejoint':
+          # Free joints take MuJoCo's built-in joint values, never a default class.
+          attrs = schema.read_attrs(child, schema.FREEJOINT, copy.deepcopy(BUILTIN['joint']))
+          attrs['type'] = JNT_FREE
+        else:
+          c = self.cls_of(child, cls)
+          attrs = self.read_element(child, schema.JOINT, 'joint', c)
+        attrs['elem'] = child
+        attrs['frame'] = (fpos, fquat) if framed else None
+        body['joints'].append(attrs)
+      elif tag in ('geom', 'site', 'camera', 'light'):
+        _only(child, {'plugin'} if tag == 'geom' else set())
+        if tag == 'geom' and child.children:
+          raise child.children[0].error('geom plugins are not supported by jaxsim')
+        c = self.cls_of(child, cls)
+        table = {
+          'geom': schema.GEOM,
+          'site': schema.SITE,
+          'camera': schema.CAMERA,
+          'light': schema.LIGHT,
+        }[tag]
+        attrs = self.read_element(child, table, tag, c)
+        attrs['elem'] = child
+        attrs['frame'] = (fpos, fquat) if framed else None
+        body.setdefault(tag + 's', []).append(attrs)
+
+  def read_body(self, elem: Element, parent: dict, cls: str, fpos, fquat):
+    attrs = schema.read_attrs(elem, schema.BODY)
+    sub = attrs.get('childclass', cls)
+    if sub not in self.defaults.classes:
+      raise elem.error(f'unknown default class {sub!r}', attribute='childclass')
+    q = frames.resolve_orientation(attrs, self.degree(), self.comp['eulerseq'], elem)
+    p = attrs.get('pos', np.zeros(3))
+    p, q = frames.frame_accum(fpos, fquat, p, q)
+    body = {
+      'id': -1,
+      'elem': elem,
+      'parent_ref': parent,
+      'pos': p,
+      'quat': q,
+      'mocap': attrs.get('mocap', False),
+      'gravcomp': attrs.get('gravcomp', 0.0),
+      'joints': [],
+      'geoms': [],
+      'sites': [],
+      'children': [],
+      'explicit_inertial': False,
+      'inertial': None,
+      'depth': parent['depth'] + 1,
+    }
+    parent['children'].append(body)
+    self.read_body_children(elem, body, sub, np.zeros(3), np.array([1.0, 0, 0, 0]))
+
+  def order_tree(self):
+    """Assigns ids in depth-first order and registers names (MuJoCo's element order)."""
+    world = self.bodies[0]
+    order = []
+
+    def visit(b):
+      for c in b['children']:
+        order.append(c)
+        visit(c)
+
+    visit(world)
+    for i, b in enumerate(order, start=1):
+      b['id'] = i
+      b['parent'] = b['parent_ref']['id']
+      self.bodies.append(b)
+      self.register('body', b['elem'], i)
+    for b in self.bodies:
+      for j in b['joints']:
+        j['body'] = b['id']
+        j['id'] = len(self.joints)
+        self.register('joint', j['elem'], len(self.joints))
+        self.joints.append(j)
+    for b in self.bodies:
+      for g in b['geoms']:
+        g['body'] = b['id']
+        self.register('geom', g['elem'], len(self.geoms))
+        self.geoms.append(g)
+    for b in self.bodies:
+      for s in b['sites']:
+        s['body'] = b['id']
+        self.register('site', s['elem'], len(self.sites))
+        self.sites.append(s)
+    for b in self.bodies:
+      for c in b.get('cameras', []):
+        c['body'] = b['id']
+        self.register('camera', c['elem'], len(self.cameras))
+        self.cameras.append(c)
+      for lt in b.get('lights', []):
+        lt['body'] = b['id']
+        self.register('light', lt['elem'], len(self.lights))
+        self.lights.append(lt)
+
+  def compile_geom(self, g: dict):
+    e = g['elem']
+    typ = g['type']
+    size = np.array(g['size'], dtype=np.float64)
+    pos = np.array(g['pos'], dtype=np.float64)
+    if typ == 8:
+      raise e.error('SDF geoms are not supported by jaxsim', attribute='type')
+    if g['condim'] not in (1, 3, 4, 6):
+      raise e.error(f'condim must be 1, 3, 4 or 6, got {g["condim"]}', attribute='condim')
+    if 'fromto' in g:
+      if typ not in (3, 4, 5, 6):
+        raise e.error('fromto requires a capsule, cylinder, box or ellipsoid', attribute='fromto')
+      if 'pos' in e.attrs:
+        raise e.error('both pos and fromto are given', attribute='fromto')
+      ft = g['fromto']
+      vec = ft[:3] - ft[3:]
+      half = np.linalg.norm(vec) / 2
+      if half < EPS:
+        raise e.error('fromto points are too close', attribute='fromto')
+      if typ in (4, 6):
+        size[2] = half
+        size[1] = size[0]
+      else:
+        size[1] = half
+      pos = (ft[:3] + ft[3:]) / 2
+      quat = frames.z_to_quat(vec / np.linalg.norm(vec))
+    else:
+      quat = frames.resolve_orientation(g, self.degree(), self.comp['eulerseq'], e)
+    shell = bool(g['shellinertia'])
+    mesh = None
+    mesh_volume = None
+    if 'mesh' in g:
+      mid = self.lookup('mesh', e, 'mesh', g['mesh'])
+      mesh = self.meshes[mid]
+      if typ == 7 and 'shellinertia' in e.attrs and shell:
+        raise e.error('for mesh geoms, shell inertia is set on the mesh asset', 'shellinertia')
+      from jaxsim.mjcf import mesh as meshlib
+
+      info = meshlib.mesh_geom(mesh, typ, g['fitscale'], bool(self.comp['fitaabb']))
+      pos, quat = frames.frame_accum(pos, quat, info['pos'], info['quat'])
+      size = np.asarray(info['size'], dtype=np.float64)
+      if typ == 7:
+        g['dataid'] = mid
+        mesh_volume = info
+    elif typ == 7:
+      raise e.error('a mesh geom needs a mesh', attribute='mesh')
+    if typ == 1:
+      if 'hfield' not in g:
+        raise e.error('an hfield geom needs an hfield', attribute='hfield')
+      hid = self.lookup('hfield', e, 'hfield', g['hfield'])
+      hs = self.hfields[hid]['size']
+      size = np.array([hs[0], hs[1], 0.25 * hs[2] + 0.5 * hs[3]])
+      g['dataid'] = hid
+    elif 'hfield' in g:
+      raise e.error('only hfield geoms can reference an hfield', attribute='hfield')
+    if typ == 0:
+      if size[2] <= 0:
+        raise e.error('plane size[2] (grid spacing) must be positive', attribute='size')
+    elif typ not in (1, 7):
+      nsize = {2: 1, 3: 2, 4: 3, 5: 2, 6: 3}[typ]
+      for i in range(nsize):
+        if size[i] <= 0:
+          raise e.error(f'size[{i}] must be positive for a {_GEOM_NAMES[typ]}', attribute='size')
+    if g['frame'] is not None:
+      pos, quat = frames.frame_accum(*g['frame'], pos, quat)
+    g['pos_c'], g['quat_c'], g['size_c'] = pos, quat, size
+    # mass and inertia
+    g['mass_c'] = 0.0
+    g['inertia_c'] = np.zeros(3)
+    if g.get('infer', False):
+      if mesh_volume is not None:
+        volume = mesh_volume['volume']
+      else:
+        volume = inertia.geom_volume(typ, size, shell)
+      density = g['density']
+      if 'mass' in g:
+        if g['mass'] == 0:
+          mass = 0.0
+          density = 0.0
+        elif volume > EPS:
+          mass = g['mass']
+          density = mass / volume
+        else:
+          mass = 0.0
+      else:
+        mass = density * volume
+      if mass < 0 or density < 0:
+        raise e.error('mass, inertia or density are negative', attribute='mass')
+      g['mass_c'] = mass
+      if mass_nonzero := mass != 0:
+        del mass_nonzero
+        if mesh_volume is not None:
+          g['inertia_c'] = inertia.box_inertia(mesh_volume['box'], mass)
+        else:
+          g['inertia_c'] = inertia.geom_inertia(typ, size, mass, shell)
+
+  def compile_bodies(self):
+    degree = self.degree()
+    lo, hi = self.comp['inertiagrouprange']
+    ifg = self.comp['inertiafromgeom']
+    nq = nv = 0
+    for b in self.bodies:
+      bid = b['id']
+      e = b['elem']
+      # geoms
+      for g in b['geoms']:
+        g['infer'] = bid > 0 and (not b['explicit_inertial'] or ifg == 1) and lo <= g['group'] <= hi
+        self.compile_geom(g)
+      # inertial frame
+      ipos, iquat, mass, inert = None, np.array([1.0, 0, 0, 0]), 0.0, np.zeros(3)
+      if b['inertial'] is not None:
+        ia = b['inertial']
+        ie = ia['elem']
+        ipos = ia['pos']
+        mass = ia['mass']
+        if 'fullinertia' in ia:
+          if any(k in ia for k in frames.ORIENTATIONS):
+            raise ie.error(
+              'fullinertia and an inertial orientation cannot both be given',
+              attribute='fullinertia',
+            )
+          if 'diaginertia' in ia:
+            raise ie.error('fullinertia and diaginertia cannot both be given', 'fullinertia')
+          fi = ia['fullinertia']
+          tensor = np.array([[fi[0], fi[3], fi[4]], [fi[3], fi[1], fi[5]], [fi[4], fi[5], fi[2]]])
+          w, v = inertia.principal_axes(tensor)
+          if w.min() < 0 and w.min() < -1e-12 * max(1.0, w.max()):
+            raise ie.error('fullinertia is not positive semi-definite', attribute='fullinertia')
+          inert = np.maximum(w, 0.0)
+          iquat = frames.mat_to_quat(v)
+        else:
+          if 'diaginertia' not in ia:
+            raise ie.error('missing inertia: give diaginertia or fullinertia', 'diaginertia')
+          inert = np.array(ia['diaginertia'])
+          iquat = frames.resolve_orientation(ia, degree, self.comp['eulerseq'], ie)
+      if bid > 0 and (ifg == 1 or (ipos is None and ifg == 2)):
+        sel = [g for g in b['geoms'] if lo <= g['group'] <= hi and g['mass_c'] > EPS]
+        if len(sel) == 1:
+          g = sel[0]
+          ipos, iquat, mass, inert = g['pos_c'], g['quat_c'], g['mass_c'], g['inertia_c']
+        elif len(sel) > 1:
+          mass = sum(g['mass_c'] for g in sel)
+          com = sum(g['mass_c'] * g['pos_c'] for g in sel) / mass
+          tensor = np.zeros((3, 3))
+          for g in sel:
+            r = frames.quat_to_mat(g['quat_c'])
+            tensor += r @ np.diag(g['inertia_c']) @ r.T
+            d = g['pos_c'] - com
+            tensor += g['mass_c'] * (np.dot(d, d) * np.eye(3) - np.outer(d, d))
+          w, v = inertia.principal_axes(tensor)
+          ipos, iquat, inert = com, frames.mat_to_quat(v), w
+      if ipos is None:
+        ipos, iquat = np.zeros(3), np.array([1.0, 0, 0, 0])
+      if bid > 0:
+        mass = max(mass, self.comp['boundmass'])
+        inert = np.maximum(inert, self.comp['boundinertia'])
+        where = b['inertial']['elem'] if b['inertial'] is not None else e
+        if mass < 0 or (inert < 0).any():
+          raise where.error('mass and inertia cannot be negative')
+        a, bb, c = inert
+        tol = 1e-12 * max(1.0, a + bb + c)
+        if a + bb + tol < c or a + c + tol < bb or bb + c + tol < a:
+          if self.comp['balanceinertia']:
+            inert = np.full(3, (a + bb + c) / 3)
+          else:
+            raise where.error("inertia must satisfy A + B >= C; use 'balanceinertia' to fix")
+      b['ipos'], b['iquat'], b['mass'], b['inertia'] = (
+        ipos,
+        iquat / np.linalg.norm(iquat),
+        mass,
+        inert,
+      )
+      # joints
+      b['dofnum'] = 0
+      has_ball = False
+      for j in b['joints']:
+        je = j['elem']
+        typ = j['type']
+        if typ == JNT_FREE:
+          j['limited'] = 0
+        elif j['limited'] == 2 and not self.comp['autolimits'] and (j['range'] != 0).any():
+          raise je.error(
+            "joint has 'range' but not 'limited'; set limited or autolimits", attribute='range'
+          )
+        rng = np.array(j['range'], dtype=np.float64)
+        lim = j['limited'] == 1 or (j['limited'] == 2 and rng[0] < rng[1])
+        if j['limited'] == 2 and typ == JNT_BALL:
+          lim = rng[0] < rng[1] or (rng != 0).any()
+        if lim:
+          if rng[0] >= rng[1] and typ != JNT_BALL:
+            raise je.error('range[0] must be smaller than range[1]', attribute='range')
+          if typ == JNT_BALL and rng[0] != 0:
+            raise je.error('range[0] must be 0 for a ball joint', attribute='range')
+          if degree and typ in (JNT_HINGE, JNT_BALL):
+            rng = rng * math.pi / 180.0
+        j['limited_c'] = int(lim)
+        sd = j.get('springdamper', np.zeros(2))
+        if (sd != 0).any() and (sd <= 0).any():
+          raise je.error('springdamper values must be positive', attribute='springdamper')
+        afl = j['actuatorfrclimited']
+        afr = np.array(j['actuatorfrcrange'])
+        if typ in (JNT_FREE, JNT_BALL):
+          afl = 0
+        elif afl == 2 and not self.comp['autolimits'] and (afr != 0).any():
+          raise je.error(
+            "joint has 'actuatorfrcrange' but not 'actuatorfrclimited'",
+            attribute='actuatorfrcrange',
+          )
+        alim = afl == 1 or (afl == 2 and afr[0] < afr[1])
+        if alim and afr[0] >= afr[1]:
+          raise je.error('actuatorfrcrange[0] must be smaller than [1]', 'actuatorfrcrange')
+        j['actfrclimited_c'] = int(alim)
+        j['range_c'] = rng
+        axis = np.array(j['axis'], dtype=np.float64)
+        pos = np.array(j['pos'], dtype=np.float64)
+        if typ in (JNT_FREE, JNT_BALL):
+          axis = np.array([0.0, 0, 1])
+        elif j['frame'] is not None:
+          axis = frames.quat_rotate(j['frame'][1], axis)
+        n = np.linalg.norm(axis)
+        if n < EPS:
+          raise je.error('joint axis is too small', attribute='axis')
+        axis = axis / n
+        if typ == JNT_FREE:
+          pos = np.zeros(3)
+        elif j['frame'] is not None:
+          pos = j['frame'][0] + frames.quat_rotate(j['frame'][1], pos)
+        j['axis_c'], j['pos_c'] = axis, pos
+        ref, springref = j['ref'], j['springref']
+        if typ == JNT_HINGE and degree:
+          ref, springref = ref * math.pi / 180, springref * math.pi / 180
+        j['ref_c'], j['springref_c'] = ref, springref
+        if has_ball and typ in (JNT_BALL, JNT_HINGE):
+          raise je.error('a ball joint cannot be followed by a rotational joint in the same body')
+        has_ball |= typ == JNT_BALL
+        j['qposadr'], j['dofadr'] = nq, nv
+        ndof = {JNT_FREE: 6, JNT_BALL: 3}.get(typ, 1)
+        nq += {JNT_FREE: 7, JNT_BALL: 4}.get(typ, 1)
+        nv += ndof
+        b['dofnum'] += ndof
+        if typ == JNT_FREE and b['parent'] != 0:
+          self.note_unsupported('free joint in a child body')
+      if b['dofnum'] > 6:
+        raise e.error('a body cannot have more than 6 degrees of freedom')
+      if b['mocap'] and (b['joints'] or b['parent'] != 0):
+        raise e.error('a mocap body must be a fixed child of the world', attribute='mocap')
+      # global pose at qpos0 without joint transforms, as MuJoCo's compiler computes it
+      if bid > 0:
+        par = self.bodies[b['parent']]
+        b['xpos0'] = par['xpos0'] + frames.quat_rotate(par['xquat0'], b['pos'])
+        b['xquat0'] = frames.quat_mul(par['xquat0'], b['quat'])
+      else:
+        b['xpos0'], b['xquat0'] = np.zeros(3), np.array([1.0, 0, 0, 0])
+      for s in b['sites']:
+        self.compile_site(s)
+      for c in b.get('cameras', []):
+        self.compile_frame_only(c)
+      for lt in b.get('lights', []):
+        lt['quat'] = lt.get('quat', np.array([1.0, 0, 0, 0]))
+        self.compile_frame_only(lt, orient=False)
+    self.nq, self.nv = nq, nv
+    # settotalmass
+    total = self.comp['settotalmass']
+    if total > 0:
+      cur = sum(b['mass'] for b in self.bodies[1:])
+      if cur > 0:
+        scale = total / cur
+        for b in self.bodies[1:]:
+          b['mass'] *= scale
+          b['inertia'] = b['inertia'] * scale
+    for b in self.bodies[1:]:
+      if b['dofnum'] and (b['mass'] < MINVAL or (b['inertia'] < MINVAL).any()):
+        # A moving body needs mass unless it is an intermediate body of a chain with mass below
+        pass
+    self.build_body_arrays()
+
+  def compile_site(self, s: dict):
+    e = s['elem']
+    typ = s['type']
+    if typ in (0, 1, 7, 8):
+      raise e.error('sites cannot be planes, hfields or meshes', attribute='type')
+    size = np.array(s['size'], dtype=np.float64)
+    if 'fromto' in s:
+      if typ not in (3, 4, 5, 6):
+        raise e.error('fromto requires a capsule, cylinder, box or ellipsoid', attribute='fromto')
+      ft = s['fromto']
+      vec = ft[:3] - ft[3:]
+      half = np.linalg.norm(vec) / 2
+      if half < EPS:
+        raise e.error('fromto points are too close', attribute='fromto')
+      if typ in (4, 6):
+        size[2] = half
+        size[1] = size[0]
+      else:
+        size[1] = half
+      pos = (ft[:3] + ft[3:]) / 2
+      quat = frames.z_to_quat(vec / np.linalg.norm(vec))
+    else:
+      pos = np.array(s['pos'], dtype=np.float64)
+      quat = frames.resolve_orientation(s, self.degree(), self.comp['eulerseq'], e)
+    nsize = {2: 1, 3: 2, 4: 3, 5: 2, 6: 3}[typ]
+    for i in range(nsize):
+      if size[i] <= 0:
+        raise e.error(f'size[{i}] must be positive', attribute='size')
+    if s['frame'] is not None:
+      pos, quat = frames.frame_accum(*s['frame'], pos, quat)
+    s['pos_c'], s['quat_c'], s['size_c'] = pos, quat, size
+
+  def compile_frame_only(self, obj: dict, orient=True):
+    e = obj['elem']
+    pos = np.array(obj['pos'], dtype=np.float64)
+    quat = (
+      frames.resolve_orientation(obj, self.degree(), self.comp['eulerseq'], e)
+      if orient
+      else np.array([1.0, 0, 0, 0])
+    )
+    if obj['frame'] is not None:
+      pos, quat = frames.frame_accum(*obj['frame'], pos, quat)
+    obj['pos_c'], obj['quat_c'] = pos, quat
+
+  def build_body_arrays(self):
+    out = Compiled()
+    self.out = out
+    bodies, joints, geoms, sites = self.bodies, self.joints, self.geoms, self.sites
+    nbody = len(bodies)
+    out.update(
+      nbody=nbody,
+      njnt=len(joints),
+      ngeom=len(geoms),
+      nsite=len(sites),
+      ncam=len(self.cameras),
+      nlight=len(self.lights),
+      nq=self.nq,
+      nv=self.nv,
+      nmesh=len(self.meshes),
+    )
+    parent = np.array([b.get('parent', -1) for b in bodies])
+    parent[0] = 0
+    out['body_parentid'] = parent
+    rootid = np.zeros(nbody, int)
+    weldid = np.zeros(nbody, int)
+    for b in bodies[1:]:
+      i = b['id']
+      p = b['parent']
+      rootid[i] = i if p == 0 else rootid[p]
+      weldid[i] = i if (b['joints'] or b['mocap']) else weldid[p]
+    out['body_rootid'] = rootid
+    out['body_weldid'] = weldid
+    mocapid = -np.ones(nbody, int)
+    nmocap = 0
+    for b in bodies:
+      if b['mocap']:
+        mocapid[b['id']] = nmocap
+        nmocap += 1
+    out['body_mocapid'] = mocapid
+    out['nmocap'] = nmocap
+    out['body_jntnum'] = np.array([len(b['joints']) for b in bodies])
+    out['body_jntadr'] = _adr(out['body_jntnum'], empty=-1)
+    out['body_dofnum'] = np.array([b.get('dofnum', 0) for b in bodies])
+    out['body_dofadr'] = _adr(out['body_dofnum'], empty=-1)
+    out['body_geomnum'] = np.array([len(b['geoms']) for b in bodies])
+    out['body_geomadr'] = _adr(out['body_geomnum'], empty=-1)
+    out['body_pos'] = np.array([b['pos'] for b in bodies])
+    out['body_quat'] = np.array([b['quat'] / np.linalg.norm(b['quat']) for b in bodies])
+    out['body_ipos'] = np.array([b.get('ipos', np.zeros(3)) for b in bodies])
+    out['body_iquat'] = np.array([b.get('iquat', np.array([1.0, 0, 0, 0])) for b in bodies])
+    out['body_mass'] = np.array([b.get('mass', 0.0) for b in bodies])
+    out['body_inertia'] = np.array([b.get('inertia', np.zeros(3)) for b in bodies])
+    out['body_gravcomp'] = np.array([b['gravcomp'] for b in bodies])
+    sub = out['body_mass'].copy()
+    for i in range(nbody - 1, 0, -1):
+      sub[parent[i]] += sub[i]
+    out['body_subtreemass'] = sub
+    out['body_depth'] = np.array([b['depth'] for b in bodies])
+    # joints
+    out['jnt_type'] = np.array([j['type'] for j in joints], dtype=int)
+    out['jnt_qposadr'] = np.array([j['qposadr'] for j in joints], dtype=int)
+    out['jnt_dofadr'] = np.array([j['dofadr'] for j in joints], dtype=int)
+    out['jnt_bodyid'] = np.array([j['body'] for j in joints], dtype=int)
+    out['jnt_group'] = np.array([j.get('group', 0) for j in joints], dtype=int)
+    out['jnt_limited'] = np.array([j['limited_c'] for j in joints], dtype=int)
+    out['jnt_actfrclimited'] = np.array([j['actfrclimited_c'] for j in joints], dtype=int)
+    out['jnt_actgravcomp'] = np.array([int(j['actuatorgravcomp']) for j in joints], dtype=int)
+    out['jnt_solref'] = _rows([j['solreflimit'] for j in joints], 2)
+    out['jnt_solimp'] = _rows([j['solimplimit'] for j in joints], 5)
+    out['jnt_pos'] = _rows([j['pos_c'] for j in joints], 3)
+    out['jnt_axis'] = _rows([j['axis_c'] for j in joints], 3)
+    out['jnt_range'] = _rows([j['range_c'] for j in joints], 2)
+    out['jnt_actfrcrange'] = _rows([j['actuatorfrcrange'] for j in joints], 2)
+    out['jnt_margin'] = np.array([j['margin'] for j in joints], dtype=float)
+    stiff = [
+      (np.array([j['springdamper'][0], 0, 0]) if _has_sd(j) else j['stiffness']) for j in joints
+    ]
+    damp = [
+      (np.array([j['springdamper'][1], 0, 0]) if _has_sd(j) else j['damping']) for j in joints
+    ]
+    out['jnt_stiffness'] = np.array([s[0] for s in stiff], dtype=float)
+    out['jnt_stiffnesspoly'] = _rows([s[1:] for s in stiff], 2)
+    # springdamper: stiffness and damping from time constant and damping ratio need the mass
+    # matrix (mj_setConst); recorded here, applied when constants are set.
+    out['jnt_springdamper'] = _rows([j.get('springdamper', np.zeros(2)) for j in joints], 2)
+    qpos0, qpos_spring = [], []
+    for j in joints:
+      b = bodies[j['body']]
+      if j['type'] == JNT_FREE:
+        pose = np.concatenate([b['xpos0'], b['xquat0'] / np.linalg.norm(b['xquat0'])])
+        qpos0.append(pose)
+        qpos_spring.append(pose)
+      elif j['type'] == JNT_BALL:
+        qpos0.append(np.array([1.0, 0, 0, 0]))
+        qpos_spring.append(np.array([1.0, 0, 0, 0]))
+      else:
+        qpos0.append(np.array([j['ref_c']]))
+        qpos_spring.append(np.array([j['springref_c']]))
+    out['qpos0'] = np.concatenate(qpos0) if qpos0 else np.zeros(0)
+    out['qpos_spring'] = np.concatenate(qpos_spring) if qpos_spring else np.zeros(0)
+    # dofs
+    dof_body, dof_jnt, dof_parent = [], [], []
+    last_dof = -np.ones(nbody, int)  # last dof of each body's subtree path
+    for b in bodies:
+      i = b['id']
+      prev = last_dof[b['parent']] if i > 0 else -1
+      for j in b['joints']:
+        nd = {JNT_FREE: 6, JNT_BALL: 3}.get(j['type'], 1)
+        for _ in range(nd):
+          dof_body.append(i)
+          dof_jnt.append(j['id'])
+          dof_parent.append(prev)
+          prev = len(dof_body) - 1
+      last_dof[i] = prev
+    out['dof_bodyid'] = np.array(dof_body, dtype=int)
+    out['dof_jntid'] = np.array(dof_jnt, dtype=int)
+    out['dof_parentid'] = np.array(dof_parent, dtype=int)
+    per_dof = lambda f: np.array([f(joints[k]) for k in dof_jnt], dtype=float)  # noqa: E731
+    out['dof_armature'] = per_dof(lambda j: j['armature'])
+    out['dof_damping'] = per_dof(lambda j: damp[j['id']][0])
+    out['dof_dampingpoly'] = _rows([damp[k][1:] for k in dof_jnt], 2)
+    out['dof_frictionloss'] = per_dof(lambda j: j['frictionloss'])
+    out['dof_solref'] = _rows([joints[k]['solreffriction'] for k in dof_jnt], 2)
+    out['dof_solimp'] = _rows([joints[k]['solimpfriction'] for k in dof_jnt], 5)
+    # geoms
+    ng = len(geoms)
+    out['geom_type'] = np.array([g['type'] for g in geoms], dtype=int)
+    out['geom_contype'] = np.array([g['contype'] for g in geoms], dtype=int)
+    out['geom_conaffinity'] = np.array([g['conaffinity'] for g in geoms], dtype=int)
+    out['geom_condim'] = np.array([g['condim'] for g in geoms], dtype=int)
+    out['geom_bodyid'] = np.array([g['body'] for g in geoms], dtype=int)
+    out['geom_dataid'] = np.array([g.get('dataid', -1) for g in geoms], dtype=int)
+    out['geom_group'] = np.array([g['group'] for g in geoms], dtype=int)
+    out['geom_priority'] = np.array([g['priority'] for g in geoms], dtype=int)
+    out['geom_size'] = _rows([g['size_c'] for g in geoms], 3)
+    out['geom_pos'] = _rows([g['pos_c'] for g in geoms], 3)
+    out['geom_quat'] = _rows([g['quat_c'] / np.linalg.norm(g['quat_c']) for g in geoms], 4)
+    out['geom_friction'] = _rows([g['friction'] for g in geoms], 3)
+    out['geom_solmix'] = np.array([g['solmix'] for g in geoms], dtype=float)
+    out['geom_solref'] = _rows([g['solref'] for g in geoms], 2)
+    out['geom_solimp'] = _rows([g['solimp'] for g in geoms], 5)
+    out['geom_margin'] = np.array([g['margin'] for g in geoms], dtype=float)
+    out['geom_gap'] = np.array([g['gap'] for g in geoms], dtype=float)
+    out['geom_rgba'] = _rows([g['rgba'] for g in geoms], 4)
+    out['geom_rbound'] = np.array([_rbound(g, self) for g in geoms], dtype=float)
+    out['geom_fluidshape'] = np.array([g['fluidshape'] for g in geoms], dtype=int)
+    out['geom_fluidcoef'] = _rows([g['fluidcoef'] for g in geoms], 5)
+    if ng and (out['geom_fluidshape'] == 1).any():
+      self.note_unsupported('ellipsoid fluid model (geom fluidshape="ellipsoid")')
+    for g in geoms:
+      if (g['surfacevel'] != 0).any():
+        self.note_unsupported('geom surfacevel')
+      if g['type'] == 0 and weldid[g['body']] != 0 and not bodies[weldid[g['body']]]['mocap']:
+        raise g['elem'].error('planes are only allowed in static bodies', attribute='type')
+    # sites
+    out['site_type'] = np.array([s['type'] for s in sites], dtype=int)
+    out['site_bodyid'] = np.array([s['body'] for s in sites], dtype=int)
+    out['site_group'] = np.array([s['group'] for s in sites], dtype=int)
+    out['site_size'] = _rows([s['size_c'] for s in sites], 3)
+    out['site_pos'] = _rows([s['pos_c'] for s in sites], 3)
+    out['site_quat'] = _rows([s['quat_c'] / np.linalg.norm(s['quat_c']) for s in sites], 4)
+    out['site_rgba'] = _rows([s['rgba'] for s in sites], 4)
+    # cameras and lights (kept for rendering)
+    out['cam_bodyid'] = np.array([c['body'] for c in self.cameras], dtype=int)
+    out['cam_mode'] = np.array([c['mode'] for c in self.cameras], dtype=int)
+    out['cam_pos'] = _rows([c['pos_c'] for c in self.cameras], 3)
+    out['cam_quat'] = _rows([c['quat_c'] for c in self.cameras], 4)
+    out['cam_fovy'] = np.array([c['fovy'] for c in self.cameras], dtype=float)
+    out['light_bodyid'] = np.array([lt['body'] for lt in self.lights], dtype=int)
+    out['light_pos'] = _rows([lt['pos_c'] for lt in self.lights], 3)
+    out['light_dir'] = _rows([lt['dir'] for lt in self.lights], 3)
+    # meshes
+    self.build_mesh_arrays(out)
+
+  def build_mesh_arrays(self, out):
+    ms = self.meshes
+    out['mesh_vertnum'] = np.array([len(m.vert) for m in ms], dtype=int)
+    out['mesh_vertadr'] = _adr(out['mesh_vertnum'])
+    out['mesh_facenum'] = np.array([len(m.face) for m in ms], dtype=int)
+    out['mesh_faceadr'] = _adr(out['mesh_facenum'])
+    out['mesh_vert'] = np.concatenate([m.vert for m in ms]) if ms else np.zeros((0, 3))
+    out['mesh_face'] = (
+      np.concatenate([m.face for m in ms]).astype(int) if ms else np.zeros((0, 3), int)
+    )
+    out['mesh_pos'] = _rows([m.pos for m in ms], 3)
+    out['mesh_quat'] = _rows([m.quat for m in ms], 4)
+    out['mesh_data'] = tuple(ms)
+    hf = self.hfields
+    out['nhfield'] = len(hf)
+    out['hfield_size'] = _rows([h['size'] for h in hf], 4)
+    out['hfield_nrow'] = np.array([h['nrow'] for h in hf], dtype=int)
+    out['hfield_ncol'] = np.array([h['ncol'] for h in hf], dtype=int)
+    out['hfield_adr'] = _adr(out['hfield_nrow'] * out['hfield_ncol'])
+    out['hfield_data'] = np.concatenate([h['data'] for h in hf]) if hf else np.zeros(0)
+
+  # ---------------------------------------------------------------- tendons
+
+  def compile_tendons(self, sections: list[Element]):
+    out = self.out
+    tendons = []
+    wraps = []
+    for sec in sections:
+      _only(sec, {'spatial', 'fixed'})
+      for t in sec.children:
+        cls = self.cls_of(t, 'main')
+        table = (
+          schema.TENDON
+          if t.tag == 'spatial'
+          else {k: v for k, v in schema.TENDON.items() if k not in ('width', 'material', 'rgba')}
+        )
+        attrs = self.read_element(t, table, 'tendon', cls)
+        attrs['elem'] = t
+        self.register('tendon', t, len(tendons))
+        tendons.append(attrs)
+    for attrs in tendons:
+      t = attrs['elem']
+      attrs['adr'] = len(wraps)
+      if t.tag == 'fixed':
+        _only(t, {'joint'})
+        for w in t.children:
+          _only(w, set())
+          a = schema.read_attrs(w, {'joint': 's', 'coef': 'f'})
+          if 'joint' not in a or 'coef' not in a:
+            raise w.error(
+              'missing required attribute', attribute='coef' if 'joint' in a else 'joint'
+            )
+          jid = self.lookup('joint', w, 'joint')
+          if self.joints[jid]['type'] not in (JNT_SLIDE, JNT_HINGE):
+            raise w.error('fixed tendons can only use hinge and slide joints', attribute='joint')
+          wraps.append((WRAP_JOINT, jid, a['coef']))
+      else:
+        _only(t, {'site', 'geom', 'pulley'})
+        for w in t.children:
+          _only(w, set())
+          if w.tag == 'site':
+            a = schema.read_attrs(w, {'site': 's'})
+            if 'site' not in a:
+              raise w.error('missing required attribute', attribute='site')
+            wraps.append((WRAP_SITE, self.lookup('site', w, 'site'), 0.0))
+          elif w.tag == 'geom':
+            a = schema.read_attrs(w, {'geom': 's', 'sidesite': 's'})
+            if 'geom' not in a:
+              raise w.error('missing required attribute', attribute='geom')
+            gid = self.lookup('geom', w, 'geom')
+            gt = self.geoms[gid]['type']
+            if gt not in (2, 5):
+              raise w.error('tendons can only wrap around sphere and cylinder geoms', 'geom')
+            side = self.lookup('site', w, 'sidesite') if 'sidesite' in a else -1
+            wraps.append((WRAP_SPHERE if gt == 2 else WRAP_CYLINDER, gid, float(side)))
+          else:
+            a = schema.read_attrs(w, {'divisor': 'f'})
+            if a.get('divisor', 0) <= 0:
+              raise w.error('pulley divisor must be positive', attribute='divisor')
+            wraps.append((WRAP_PULLEY, -1, a['divisor']))
+        self.check_spatial(t, wraps[attrs['adr'] :])
+      attrs['num'] = len(wraps) - attrs['adr']
+      if attrs['num'] == 0:
+        raise t.error('a tendon needs at least one path element')
+      rng = np.array(attrs['range'])
+      if attrs['limited'] == 2 and not self.comp['autolimits'] and (rng != 0).any():
+        raise t.error("tendon has 'range' but not 'limited'", attribute='range')
+      lim = attrs['limited'] == 1 or (attrs['limited'] == 2 and rng[0] < rng[1])
+      if lim and rng[0] >= rng[1]:
+        raise t.error('range[0] must be smaller than range[1]', attribute='range')
+      attrs['limited_c'] = int(lim)
+      afr = np.array(attrs['actuatorfrcrange'])
+      afl = attrs['actuatorfrclimited']
+      alim = afl == 1 or (afl == 2 and afr[0] < afr[1])
+      attrs['actfrclimited_c'] = int(alim)
+    out['ntendon'] = len(tendons)
+    out['nwrap'] = len(wraps)
+    out['tendon_adr'] = np.array([t['adr'] for t in tendons], dtype=int)
+    out['tendon_num'] = np.array([t['num'] for t in tendons], dtype=int)
+    out['tendon_limited'] = np.array([t['limited_c'] for t in tendons], dtype=int)
+    out['tendon_actfrclimited'] = np.array([t['actfrclimited_c'] for t in tendons], dtype=int)
+    out['tendon_range'] = _rows([t['range'] for t in tendons], 2)
+    out['tendon_actfrcrange'] = _rows([t['actuatorfrcrange'] for t in tendons], 2)
+    out['tendon_solref_lim'] = _rows([t['solreflimit'] for t in tendons], 2)
+    out['tendon_solimp_lim'] = _rows([t['solimplimit'] for t in tendons], 5)
+    out['tendon_solref_fri'] = _rows([t['solreffriction'] for t in tendons], 2)
+    out['tendon_solimp_fri'] = _rows([t['solimpfriction'] for t in tendons], 5)
+    out['tendon_margin'] = np.array([t['margin'] for t in tendons], dtype=float)
+    out['tendon_stiffness'] = np.array([t['stiffness'][0] for t in tendons], dtype=float)
+    out['tendon_stiffnesspoly'] = _rows([t['stiffness'][1:] for t in tendons], 2)
+    out['tendon_damping'] = np.array([t['damping'][0] for t in tendons], dtype=float)
+    out['tendon_dampingpoly'] = _rows([t['damping'][1:] for t in tendons], 2)
+    out['tendon_armature'] = np.array([t['armature'] for t in tendons], dtype=float)
+    out['tendon_frictionloss'] = np.array([t['frictionloss'] for t in tendons], dtype=float)
+    out['tendon_group'] = np.array([t['group'] for t in tendons], dtype=int)
+    out['tendon_width'] = np.array([t.get('width', 0.003) for t in tendons], dtype=float)
+    # springlength: -1 means "the length at qpos0" (filled in with tendon_length0).
+    sl = []
+    for t in tendons:
+      s = np.array(t['springlength'], dtype=float)
+      if 'springlength' in t['elem'].attrs and len(t['elem'].attrs['springlength'].split()) == 1:
+        s[1] = s[0]
+      if s[0] > s[1]:
+        raise t['elem'].error('springlength[0] must not exceed springlength[1]', 'springlength')
+      sl.append(s)
+    out['tendon_lengthspring'] = _rows(sl, 2)
+    out['wrap_type'] = np.array([w[0] for w in wraps], dtype=int)
+    out['wrap_objid'] = np.array([w[1] for w in wraps], dtype=int)
+    out['wrap_prm'] = np.array([w[2] for w in wraps], dtype=float)
+    self.tendons = tendons
+
+  def check_spatial(self, t: Element, wraps):
+    """Validates a spatial tendon path: sites at both ends, geoms between sites (MuJoCo's rules)."""
+    types = [w[0] for w in wraps]
+    if not types:
+      return
+    segments, cur = [], []
+    for w in types:
+      if w == WRAP_PULLEY:
+        segments.append(cur)
+        cur = []
+      else:
+        cur.append(w)
+    segments.append(cur)
+    for seg in segments:
+      if len(seg) < 2 or seg[0] != WRAP_SITE or seg[-1] != WRAP_SITE:
+        raise t.error('each spatial tendon branch must start and end with a site')
+      for a, b in zip(seg[:-1], seg[1:], strict=True):
+        if a != WRAP_SITE and b != WRAP_SITE:
+          raise t.error('two wrapping geoms in a row in a spatial tendon; put a site between')
+
+  # ---------------------------------------------------------------- actuators
+
+  def compile_actuators(self, sections: list[Element]):
+    out = self.out
+    acts = []
+    for sec in sections:
+      for a in sec.children:
+        if a.tag in schema.UNSUPPORTED_ACTUATORS:
+          raise a.error(f'actuator type <{a.tag}> is not supported by jaxsim')
+        if a.tag not in schema.ACTUATORS:
+          raise a.error(f'unknown element <{a.tag}> in <actuator>')
+        _only(a, set())
+        cls = self.cls_of(a, 'main')
+        base = self.defaults.get(cls, 'general', a)
+        attrs = (
+          self.apply_actuator_shortcut(a, base)
+          if a.tag != 'general'
+          else (schema.read_attrs(a, schema.GENERAL, base))
+        )
+        attrs['elem'] = a
+        self.register('actuator', a, len(acts))
+        acts.append(attrs)
+    rows = []
+    for attrs in acts:
+      a = attrs['elem']
+      targets = [
+        k for k in ('joint', 'jointinparent', 'tendon', 'cranksite', 'site', 'body') if k in a.attrs
+      ]
+      if not targets:
+        raise a.error('actuator has no transmission target (joint, tendon, site, body, ...)')
+      if len(targets) > 1:
+        raise a.error('actuator has more than one transmission target', attribute=targets[1])
+      tk = targets[0]
+      trnid = [-1, -1]
+      if tk in ('joint', 'jointinparent'):
+        trntype = TRN_JOINT if tk == 'joint' else TRN_JOINTINPARENT
+        trnid[0] = self.lookup('joint', a, tk)
+      elif tk == 'tendon':
+        trntype = TRN_TENDON
+        trnid[0] = self.lookup('tendon', a, tk)
+      elif tk == 'cranksite':
+        trntype = TRN_SLIDERCRANK
+        trnid[0] = self.lookup('site', a, tk)
+        if 'slidersite' not in a.attrs:
+          raise a.error('slider-crank transmission needs a slidersite', attribute='slidersite')
+        trnid[1] = self.lookup('site', a, 'slidersite')
+        if attrs['cranklength'] <= 0:
+          raise a.error('cranklength must be positive', attribute='cranklength')
+      elif tk == 'site':
+        trntype = TRN_SITE
+        trnid[0] = self.lookup('site', a, tk)
+        if 'refsite' in a.attrs:
+          trnid[1] = self.lookup('site', a, 'refsite')
+      else:
+        trntype = TRN_BODY
+        trnid[0] = self.lookup('body', a, tk)
+      if tk != 'cranksite' and ('slidersite' in a.attrs or 'cranklength' in a.attrs):
+        raise a.error('cranklength and slidersite need a slider-crank transmission', 'slidersite')
+      if tk != 'site' and 'refsite' in a.attrs:
+        raise a.error('refsite can only be used with a site transmission', attribute='refsite')
+      # limits
+      lim = {}
+      for key, rk in (
+        ('ctrllimited', 'ctrlrange'),
+        ('forcelimited', 'forcerange'),
+        ('actlimited', 'actrange'),
+      ):
+        rng = np.array(attrs[rk], dtype=float)
+        flag = attrs[key]
+        if flag == 2 and not self.comp['autolimits'] and (rng != 0).any():
+          raise a.error(f"actuator has '{rk}' but not '{key}'", attribute=rk)
+        on = flag == 1 or (flag == 2 and rng[0] < rng[1])
+        if (
+          on
+          and rng[0] >= rng[1]
+          and not (key == 'ctrllimited' and attrs.get('inheritrange', 0) > 0)
+        ):
+          raise a.error(f'{rk}[0] must be smaller than {rk}[1]', attribute=rk)
+        lim[key] = int(on)
+        lim[rk] = rng
+      if attrs.get('inheritrange', 0) > 0:
+        self.inherit_range(attrs, trntype, trnid, lim)
+      dyn = attrs['dyntype']
+      actdim = attrs['actdim']
+      if actdim < 0:
+        actnum = 0 if dyn == DYN_NONE else 1
+      else:
+        actnum = actdim
+        if dyn == DYN_NONE and actdim > 0:
+          raise a.error('actdim > 0 requires dynamics', attribute='actdim')
+      if (attrs['damping'] != 0).any() or attrs['armature'] != 0:
+        self.note_unsupported('actuator damping/armature')
+      if 'nsample' in attrs or 'delay' in attrs:
+        self.note_unsupported('actuator delay (nsample/delay)')
+      if dyn == DYN_MUSCLE and not (attrs['lengthrange'] != 0).any():
+        ok = trntype in (TRN_JOINT, TRN_JOINTINPARENT) and self.joints[trnid[0]]['limited_c']
+        ok |= trntype == TRN_TENDON and self.tendons[trnid[0]]['limited_c']
+        if not ok:
+          self.note_unsupported('muscle lengthrange by simulation (give lengthrange explicitly)')
+      rows.append((attrs, trntype, trnid, lim, actnum))
+    nu = len(rows)
+    actnum = np.array([r[4] for r in rows], dtype=int)
+    actadr = np.where(actnum > 0, _adr(actnum), -1) if nu else np.zeros(0, int)
+    out['nu'] = nu
+    out['na'] = int(actnum.sum()) if nu else 0
+    out['actuator_trntype'] = np.array([r[1] for r in rows], dtype=int)
+    out['actuator_dyntype'] = np.array([r[0]['dyntype'] for r in rows], dtype=int)
+    out['actuator_gaintype'] = np.array([r[0]['gaintype'] for r in rows], dtype=int)
+    out['actuator_biastype'] = np.array([r[0]['biastype'] for r in rows], dtype=int)
+    out['actuator_trnid'] = np.array([r[2] for r in rows], dtype=int).reshape(nu, 2)
+    out['actuator_actadr'] = actadr
+    out['actuator_actnum'] = actnum
+    out['actuator_group'] = np.array([r[0]['group'] for r in rows], dtype=int)
+    out['actuator_ctrllimited'] = np.array([r[3]['ctrllimited'] for r in rows], dtype=int)
+    out['actuator_forcelimited'] = np.array([r[3]['forcelimited'] for r in rows], dtype=int)
+    out['actuator_actlimited'] = np.array([r[3]['actlimited'] for r in rows], dtype=int)
+    out['actuator_actearly'] = np.array([int(r[0]['actearly']) for r in rows], dtype=int)
+    out['actuator_dynprm'] = _rows([r[0]['dynprm'] for r in rows], 10)
+    out['actuator_gainprm'] = _rows([r[0]['gainprm'] for r in rows], 10)
+    out['actuator_biasprm'] = _rows([r[0]['biasprm'] for r in rows], 10)
+    out['actuator_ctrlrange'] = _rows([r[3]['ctrlrange'] for r in rows], 2)
+    out['actuator_forcerange'] = _rows([r[3]['forcerange'] for r in rows], 2)
+    out['actuator_actrange'] = _rows([r[3]['actrange'] for r in rows], 2)
+    out['actuator_gear'] = _rows([r[0]['gear'] for r in rows], 6)
+    out['actuator_cranklength'] = np.array([r[0]['cranklength'] for r in rows], dtype=float)
+    out['actuator_lengthrange'] = _rows([r[0]['lengthrange'] for r in rows], 2)
+    out['actuator_damping'] = np.array([r[0]['damping'][0] for r in rows], dtype=float)
+    out['actuator_armature'] = np.array([r[0]['armature'] for r in rows], dtype=float)
+
+  def inherit_range(self, attrs, trntype, trnid, lim):
+    a = attrs['elem']
+    if trntype in (TRN_JOINT, TRN_JOINTINPARENT):
+      j = self.joints[trnid[0]]
+      if j['type'] not in (JNT_HINGE, JNT_SLIDE) or not j['limited_c']:
+        raise a.error('inheritrange needs a limited hinge or slide joint', 'inheritrange')
+      rng = j['range_c']
+    elif trntype == TRN_TENDON:
+      t = self.tendons[trnid[0]]
+      if not t['limited_c']:
+        raise a.error('inheritrange needs a limited tendon', attribute='inheritrange')
+      rng = np.array(t['range'])
+    else:
+      raise a.error('inheritrange needs a joint or tendon transmission', 'inheritrange')
+    mid = (rng[0] + rng[1]) / 2
+    half = (rng[1] - rng[0]) / 2 * attrs['inheritrange']
+    key = 'actrange' if attrs['dyntype'] == DYN_INTEGRATOR else 'ctrlrange'
+    lim[key] = np.array([mid - half, mid + half])
+    lim['actlimited' if key == 'actrange' else 'ctrllimited'] = 1
+
+  # ---------------------------------------------------------------- equality
+
+  def compile_equality(self, sections: list[Element]):
+    out = self.out
+    rows = []
+    for sec in sections:
+      _only(sec, {'connect', 'weld', 'joint', 'tendon', 'flex', 'flexvert', 'flexstrain'})
+      for e in sec.children:
+        if e.tag.startswith('flex'):
+          raise e.error('flex equality constraints are not supported by jaxsim')
+        _only(e, set())
+        cls = self.cls_of(e, 'main')
+        table = {
+          'connect': schema.EQ_CONNECT,
+          'weld': schema.EQ_WELD,
+          'joint': schema.EQ_JOINT,
+          'tendon': schema.EQ_TENDON,
+        }[e.tag]
+        attrs = self.read_element(e, table, 'equality', cls)
+        self.register('equality', e, len(rows))
+        data = np.zeros(NEQDATA)
+        data[10] = 1.0
+        obj1 = obj2 = -1
+        objtype = OBJ['body']
+        if e.tag in ('connect', 'weld'):
+          has_site = 'site1' in attrs or 'site2' in attrs
+          has_body = 'body1' in attrs or 'body2' in attrs
+          if has_site and has_body:
+            raise e.error('use either body1/body2 or site1/site2, not both', attribute='site1')
+          if has_site:
+            if 'site1' not in attrs or 'site2' not in attrs:
+              raise e.error('site1 and site2 must be given together', attribute='site2')
+            if 'anchor' in attrs or 'relpose' in attrs:
+              raise e.error('anchor/relpose cannot be used with sites', attribute='anchor')
+            objtype = OBJ['site']
+            obj1 = self.lookup('site', e, 'site1')
+            obj2 = self.lookup('site', e, 'site2')
+          else:
+            if 'body1' not in attrs:
+              raise e.error('missing required attribute', attribute='body1')
+            obj1 = self.lookup('body', e, 'body1')
+            obj2 = self.lookup('body', e, 'body2') if 'body2' in attrs else 0
+            if e.tag == 'connect' and 'anchor' not in attrs:
+              raise e.error('missing required attribute', attribute='anchor')
+          if e.tag == 'connect':
+            typ = EQ_CONNECT
+            data[0:3] = attrs.get('anchor', np.zeros(3))
+          else:
+            typ = EQ_WELD
+            data[0:3] = attrs.get('anchor', np.zeros(3))
+            relpose = attrs.get('relpose', np.array([0, 1, 0, 0, 0, 0, 0.0]))
+            if 'relpose' in attrs and np.linalg.norm(relpose[3:]) < EPS:
+              pass
+            data[3:10] = relpose if 'relpose' in attrs else np.array([0, 0, 0, 1, 0, 0, 0.0])
+            data[10] = attrs.get('torquescale', 1.0)
+            # data[11] = 1: relative pose to be computed at qpos0 (mj_setConst).
+            data[11] = 0.0 if 'relpose' in attrs and np.linalg.norm(relpose[3:]) > EPS else 1.0
+        else:
+          typ = EQ_JOINT if e.tag == 'joint' else EQ_TENDON
+          ns = 'joint' if e.tag == 'joint' else 'tendon'
+          objtype = OBJ[ns]
+          k1, k2 = f'{ns}1', f'{ns}2'
+          if k1 not in attrs:
+            raise e.error('missing required attribute', attribute=k1)
+          obj1 = self.lookup(ns, e, k1)
+          obj2 = self.lookup(ns, e, k2) if k2 in attrs else -1
+          poly = np.array([0, 1, 0, 0, 0.0])
+          if 'polycoef' in attrs:
+            poly[: len(attrs['polycoef'])] = attrs['polycoef']
+          data[0:5] = attrs.get('polycoef', poly) if len(attrs.get('polycoef', poly)) == 5 else poly
+          if ns == 'joint':
+            for jid in (obj1, obj2):
+              if jid >= 0 and self.joints[jid]['type'] not in (JNT_SLIDE, JNT_HINGE):
+                raise e.error('joint equality needs hinge or slide joints', attribute=k1)
+        rows.append((typ, obj1, obj2, objtype, attrs, data))
+    out['neq'] = len(rows)
+    out['eq_type'] = np.array([r[0] for r in rows], dtype=int)
+    out['eq_obj1id'] = np.array([r[1] for r in rows], dtype=int)
+    out['eq_obj2id'] = np.array([r[2] for r in rows], dtype=int)
+    out['eq_objtype'] = np.array([r[3] for r in rows], dtype=int)
+    out['eq_active0'] = np.array([int(r[4]['active']) for r in rows], dtype=int)
+    out['eq_solref'] = _rows([r[4]['solref'] for r in rows], 2)
+    out['eq_solimp'] = _rows([r[4]['solimp'] for r in rows], 5)
+    out['eq_data'] = _rows([r[5] for r in rows], NEQDATA)
+
+  # ---------------------------------------------------------------- contact
+
+  def compile_contact(self, sections: list[Element]):
+    out = self.out
+    pairs, excludes = [], []
+    for sec in sections:
+      _only(sec, {'pair', 'exclude'})
+      for e in sec.children:
+        _only(e, set())
+        if e.tag == 'pair':
+          cls = self.cls_of(e, 'main')
+          base = self.defaults.get(cls, 'pair', e)
+          attrs = schema.read_attrs(e, schema.PAIR, {})
+          for req in ('geom1', 'geom2'):
+            if req not in attrs:
+              raise e.error('missing required attribute', attribute=req)
+          g1 = self.lookup('geom', e, 'geom1')
+          g2 = self.lookup('geom', e, 'geom2')
+          if self.geoms[g1]['body'] > self.geoms[g2]['body']:
+            g1, g2 = g2, g1
+          p = self.mix_pair(e, attrs, base, g1, g2)
+          p['elem'] = e
+          pairs.append(p)
+        else:
+          attrs = schema.read_attrs(e, schema.EXCLUDE)
+          for req in ('body1', 'body2'):
+            if req not in attrs:
+              raise e.error('missing required attribute', attribute=req)
+          b1 = self.lookup('body', e, 'body1')
+          b2 = self.lookup('body', e, 'body2')
+          excludes.append(((min(b1, b2) << 16) + max(b1, b2), e))
+    # MuJoCo orders pairs and excludes by body signature (stable), then assigns ids.
+    pairs.sort(key=lambda p: p['signature'])
+    excludes.sort(key=lambda x: x[0])
+    for i, p in enumerate(pairs):
+      self.register('pair', p['elem'], i)
+    for i, (_, e) in enumerate(excludes):
+      self.register('exclude', e, i)
+    excludes = [x[0] for x in excludes]
+    out['npair'] = len(pairs)
+    out['nexclude'] = len(excludes)
+    out['pair_geom1'] = np.array([p['geom1'] for p in pairs], dtype=int)
+    out['pair_geom2'] = np.array([p['geom2'] for p in pairs], dtype=int)
+    out['pair_dim'] = np.array([p['condim'] for p in pairs], dtype=int)
+    out['pair_signature'] = np.array([p['signature'] for p in pairs], dtype=int)
+    out['pair_friction'] = _rows([p['friction'] for p in pairs], 5)
+    out['pair_solref'] = _rows([p['solref'] for p in pairs], 2)
+    out['pair_solreffriction'] = _rows([p['solreffriction'] for p in pairs], 2)
+    out['pair_solimp'] = _rows([p['solimp'] for p in pairs], 5)
+    out['pair_margin'] = np.array([p['margin'] for p in pairs], dtype=float)
+    out['pair_gap'] = np.array([p['gap'] for p in pairs], dtype=float)
+    out['exclude_signature'] = np.array(excludes, dtype=int)
+
+  def mix_pair(self, e: Element, attrs: dict, base: dict, g1: int, g2: int) -> dict:
+    """Pair parameters: given ones from the element or its class, the rest mixed (mjCPair)."""
+    # A class value counts as given only when the class element set it explicitly.
+    cls = self.cls_of(e, 'main')
+    class_given = {}
+    c = cls
+    while True:
+      de = self.defaults.elements.get(c)
+      if de is not None:
+        for child in de.find('pair'):
+          for k in child.attrs:
+            class_given.setdefault(k, base[k])
+      if c == 'main' or de is None:
+        break
+      c = _parent_class(self.defaults, c)
+    given = {**{k: v for k, v in class_given.items()}, **attrs}
+    ga, gb = self.geoms[g1], self.geoms[g2]
+    p = {'geom1': g1, 'geom2': g2}
+    b1, b2 = ga['body'], gb['body']
+    p['signature'] = (b1 << 16) + b2
+    p['margin'] = given.get('margin', max(ga['margin'], gb['margin']))
+    p['gap'] = given.get('gap', max(ga['gap'], gb['gap']))
+    cd = given.get('condim', -1)
+    if cd not in (-1, 1, 3, 4, 6):
+      raise e.error(f'condim must be 1, 3, 4 or 6, got {cd}', attribute='condim')
+    if ga['priority'] != gb['priority']:
+      ph = ga if ga['priority'] > gb['priority'] else gb
+      p['condim'] = cd if cd >= 0 else ph['condim']
+      f = ph['friction']
+      p['friction'] = _full_friction(given, f)
+      p['solref'] = _full(given, 'solref', ph['solref'], 2)
+      p['solimp'] = _full(given, 'solimp', ph['solimp'], 5)
+    else:
+      p['condim'] = cd if cd >= 0 else max(ga['condim'], gb['condim'])
+      f = np.maximum(ga['friction'], gb['friction'])
+      p['friction'] = _full_friction(given, f)
+      # MuJoCo takes the elementwise minimum here (its mixing branch tests an undefined value).
+      p['solref'] = _full(given, 'solref', np.minimum(ga['solref'], gb['solref']), 2)
+      s1, s2 = ga['solmix'], gb['solmix']
+      if s1 >= EPS and s2 >= EPS:
+        mix = s1 / (s1 + s2)
+      elif s1 < EPS and s2 < EPS:
+        mix = 0.5
+      else:
+        mix = 0.0 if s1 < EPS else 1.0
+      p['solimp'] = _full(given, 'solimp', mix * ga['solimp'] + (1 - mix) * gb['solimp'], 5)
+    p['solreffriction'] = _full(given, 'solreffriction', np.zeros(2), 2)
+    return p
+
+  # ---------------------------------------------------------------- sensors
+
+  def compile_sensors(self, sections: list[Element]):
+    out = self.out
+    rows = []
+    for sec in sections:
+      for e in sec.children:
+        if e.tag in schema.UNSUPPORTED_SENSORS:
+          raise e.error(f'sensor type <{e.tag}> is not supported by jaxsim')
+        if e.tag not in schema.SENSORS:
+          raise e.error(f'unknown element <{e.tag}> in <sensor>')
+        _only(e, set())
+        attrs = schema.read_attrs(e, schema.SENSORS[e.tag])
+        self.register('sensor', e, len(rows))
+        rows.append(self.compile_sensor(e, attrs))
+    dims = np.array([r['dim'] for r in rows], dtype=int)
+    out['nsensor'] = len(rows)
+    out['nsensordata'] = int(dims.sum()) if rows else 0
+    out['sensor_type'] = np.array([r['type'] for r in rows], dtype=int)
+    out['sensor_datatype'] = np.array([r['datatype'] for r in rows], dtype=int)
+    out['sensor_needstage'] = np.array([r['needstage'] for r in rows], dtype=int)
+    out['sensor_objtype'] = np.array([r['objtype'] for r in rows], dtype=int)
+    out['sensor_objid'] = np.array([r['objid'] for r in rows], dtype=int)
+    out['sensor_reftype'] = np.array([r['reftype'] for r in rows], dtype=int)
+    out['sensor_refid'] = np.array([r['refid'] for r in rows], dtype=int)
+    out['sensor_dim'] = dims
+    out['sensor_adr'] = _adr(dims)
+    out['sensor_cutoff'] = np.array([r['cutoff'] for r in rows], dtype=float)
+    out['sensor_noise'] = np.array([r['noise'] for r in rows], dtype=float)
+
+  def compile_sensor(self, e: Element, a: dict) -> dict:
+    tag = e.tag
+    typ = schema.SENSOR_TYPES[tag][0]
+    r = {'type': typ, 'datatype': 0, 'needstage': 1, 'objtype': 0, 'objid': -1, 'reftype': 0}
+    r.update(refid=-1, cutoff=a.get('cutoff', 0.0), noise=a.get('noise', 0.0), dim=1)
+    if r['cutoff'] < 0:
+      raise e.error('cutoff cannot be negative', attribute='cutoff')
+
+    def need(attr):
+      if attr not in a:
+        raise e.error('missing required attribute', attribute=attr)
+
+    def obj(ns, attr):
+      need(attr)
+      r['objtype'] = OBJ[ns]
+      r['objid'] = self.lookup(ns, e, attr)
+
+    acc = 3
+    vel = 2
+    pos = 1
+    if tag in ('touch', 'accelerometer', 'velocimeter', 'gyro', 'force', 'torque', 'magnetometer'):
+      obj('site', 'site')
+      r['dim'] = 1 if tag == 'touch' else 3
+      r['datatype'] = 1 if tag == 'touch' else 0
+      r['needstage'] = {
+        'touch': acc,
+        'accelerometer': acc,
+        'force': acc,
+        'torque': acc,
+        'velocimeter': vel,
+        'gyro': vel,
+        'magnetometer': pos,
+      }[tag]
+    elif tag == 'rangefinder':
+      if 'camera' in a:
+        raise e.error('rangefinders on cameras are not supported by jaxsim', attribute='camera')
+      obj('site', 'site')
+      if a.get('data', 'dist') != 'dist':
+        raise e.error('only data="dist" rangefinders are supported by jaxsim', attribute='data')
+    elif tag == 'camprojection':
+      obj('site', 'site')
+      need('camera')
+      r['reftype'] = OBJ['camera']
+      r['refid'] = self.lookup('camera', e, 'camera')
+      r['dim'] = 2
+    elif tag in (
+      'jointpos',
+      'jointvel',
+      'jointactuatorfrc',
+      'jointlimitpos',
+      'jointlimitvel',
+      'jointlimitfrc',
+    ):
+      obj('joint', 'joint')
+      if self.joints[r['objid']]['type'] not in (JNT_SLIDE, JNT_HINGE):
+        raise e.error(f'{tag} sensors need a hinge or slide joint', attribute='joint')
+      r['needstage'] = {
+        'jointpos': pos,
+        'jointlimitpos': pos,
+        'jointvel': vel,
+        'jointlimitvel': vel,
+      }.get(tag, acc)
+    elif tag in ('ballquat', 'ballangvel'):
+      obj('joint', 'joint')
+      if self.joints[r['objid']]['type'] != JNT_BALL:
+        raise e.error(f'{tag} sensors need a ball joint', attribute='joint')
+      r['dim'] = 4 if tag == 'ballquat' else 3
+      r['datatype'] = 3 if tag == 'ballquat' else 0
+      r['needstage'] = pos if tag == 'ballquat' else vel
+    elif tag in (
+      'tendonpos',
+      'tendonvel',
+      'tendonactuatorfrc',
+      'tendonlimitpos',
+      'tendonlimitvel',
+      'tendonlimitfrc',
+    ):
+      obj('tendon', 'tendon')
+      r['needstage'] = {
+        'tendonpos': pos,
+        'tendonlimitpos': pos,
+        'tendonvel': vel,
+        'tendonlimitvel': vel,
+      }.get(tag, acc)
+    elif tag in ('actuatorpos', 'actuatorvel', 'actuatorfrc'):
+      obj('actuator', 'actuator')
+      r['needstage'] = {'actuatorpos': pos, 'actuatorvel': vel, 'actuatorfrc': acc}[tag]
+    elif tag.startswith('frame'):
+      need('objtype')
+      need('objname')
+      ot = a['objtype']
+      ns = {1: 'body', 2: 'body', 5: 'geom', 6: 'site', 7: 'camera'}.get(ot)
+      if ns is None:
+        raise e.error('frame sensors need a body, xbody, geom, site or camera', 'objtype')
+      r['objtype'] = ot
+      r['objid'] = self.lookup(ns, e, 'objname')
+      if 'reftype' in a or 'refname' in a:
+        need('reftype')
+        need('refname')
+        rt = a['reftype']
+        rns = {1: 'body', 2: 'body', 5: 'geom', 6: 'site', 7: 'camera'}.get(rt)
+        if rns is None:
+          raise e.error('reftype must be a body, xbody, geom, site or camera', 'reftype')
+        r['reftype'] = rt
+        r['refid'] = self.lookup(rns, e, 'refname')
+      r['dim'] = 4 if tag == 'framequat' else 3
+      r['datatype'] = {'framequat': 3, 'framexaxis': 2, 'frameyaxis': 2, 'framezaxis': 2}.get(
+        tag, 0
+      )
+      r['needstage'] = {
+        'framelinvel': vel,
+        'frameangvel': vel,
+        'framelinacc': acc,
+        'frameangacc': acc,
+      }.get(tag, pos)
+    elif tag.startswith('subtree'):
+      obj('body', 'body')
+      r['dim'] = 3
+      r['needstage'] = pos if tag == 'subtreecom' else vel
+    elif tag in ('e_potential', 'e_kinetic', 'clock'):
+      r['needstage'] = {'e_potential': pos, 'e_kinetic': vel, 'clock': pos}[tag]
+    elif tag == 'user':
+      need('dim')
+      r['dim'] = a['dim']
+      r['datatype'] = a.get('datatype', 0)
+      r['needstage'] = a.get('needstage', 3)
+      if r['dim'] <= 0:
+        raise e.error('user sensor dim must be positive', attribute='dim')
+      self.note_unsupported('user sensors (computed by a callback)')
+    else:
+      raise e.error(f'sensor type <{tag}> is not supported by jaxsim')
+    return r
+
+  # ---------------------------------------------------------------- custom, keyframes
+
+  def compile_custom(self, sections: list[Element]):
+    numeric = []
+    texts = []
+    for sec in sections:
+      _only(sec, {'numeric', 'text', 'tuple'})
+      for e in sec.children:
+        if e.tag == 'numeric':
+          _only(e, set())
+          a = schema.read_attrs(e, schema.NUMERIC)
+          if 'name' not in a:
+            raise e.error('missing required attribute', attribute='name')
+          data = a.get('data', np.zeros(0))
+          size = a.get('size', len(data))
+          if size < len(data) or size <= 0:
+            raise e.error('numeric size must be positive and hold the data', attribute='size')
+          full = np.zeros(size)
+          full[: len(data)] = data
+          self.register('numeric', e, len(numeric))
+          numeric.append(full)
+        elif e.tag == 'text':
+          _only(e, set())
+          a = schema.read_attrs(e, schema.TEXT)
+          if 'name' not in a or 'data' not in a:
+            raise e.error('missing required attribute', attribute='data' if 'name' in a else 'name')
+          self.register('text', e, len(texts))
+          texts.append(a['data'])
+        else:
+          _only(e, {'element'})
+          schema.read_attrs(e, schema.TUPLE)
+          for el in e.children:
+            _only(el, set())
+            schema.read_attrs(el, schema.TUPLE_ELEMENT)
+    out = self.out
+    out['nnumeric'] = len(numeric)
+    out['numeric_size'] = np.array([len(n) for n in numeric], dtype=int)
+    out['numeric_adr'] = _adr(out['numeric_size'])
+    out['numeric_data'] = np.concatenate(numeric) if numeric else np.zeros(0)
+    out['text_data'] = tuple(texts)
+
+  def compile_keyframes(self, sections: list[Element]):
+    out = self.out
+    keys = []
+    nq, nv, na, nu, nmocap = out['nq'], out['nv'], out['na'], out['nu'], out['nmocap']
+    mocap_bodies = [b for b in self.bodies if b['mocap']]
+    for sec in sections:
+      _only(sec, {'key'})
+      for e in sec.children:
+        _only(e, set())
+        a = schema.read_attrs(e, schema.KEY)
+        k = {
+          'time': a.get('time', 0.0),
+          'qpos': out['qpos0'].copy(),
+          'qvel': np.zeros(nv),
+          'act': np.zeros(na),
+          'ctrl': np.zeros(nu),
+          'mpos': np.array([b['pos'] for b in mocap_bodies]).reshape(nmocap * 3),
+          'mquat': np.array([b['quat'] for b in mocap_bodies]).reshape(nmocap * 4),
+        }
+        for field, n in (
+          ('qpos', nq),
+          ('qvel', nv),
+          ('act', na),
+          ('ctrl', nu),
+          ('mpos', 3 * nmocap),
+          ('mquat', 4 * nmocap),
+        ):
+          if field in a:
+            if len(a[field]) != n:
+              raise e.error(f'expected {n} values, got {len(a[field])}', attribute=field)
+            k[field] = a[field]
+        self.register('key', e, len(keys))
+        keys.append(k)
+    out['nkey'] = len(keys)
+    out['key_time'] = np.array([k['time'] for k in keys], dtype=float)
+    for field, n in (
+      ('qpos', nq),
+      ('qvel', nv),
+      ('act', na),
+      ('ctrl', nu),
+      ('mpos', 3 * nmocap),
+      ('mquat', 4 * nmocap),
+    ):
+      out[f'key_{field}'] = _rows([k[field] for k in keys], n)
+    self.finish()
+
+  def finish(self):
+    out = self.out
+    out['opt'] = dict(self.opt)
+    out['compiler'] = {k: v for k, v in self.comp.items()}
+    out['size'] = dict(self.size)
+    out['statistic'] = dict(self.statistic)
+    out['names'] = {k: tuple(v) for k, v in self.name_lists.items()}
+    out['model_name'] = self.model_name
+    out['unsupported'] = tuple(self.unsupported)
+
+
+# ------------------------------------------------------------------ helpers
+
+_GEOM_NAMES = ['plane', 'hfield', 'sphere', 'capsule', 'ellipsoid', 'cylinder', 'box', 'mesh']
+
+
+def _read_hfield(elem: Element, raw: bytes, path: str):
+  """Height data from MuJoCo's binary hfield format (int32 nrow, ncol, then float32 data)."""
+  if path.lower().endswith('.png'):
+    raise elem.error('PNG height fields are not supported by jaxsim yet', attribute='file')
+  if len(raw) < 8:
+    raise elem.error(f'hfield file {path!r} is too short', attribute='file')
+  nrow, ncol = (int(x) for x in np.frombuffer(raw[:8], dtype='<i4'))
+  if nrow <= 0 or ncol <= 0 or len(raw) != 8 + 4 * nrow * ncol:
+    raise elem.error(f'hfield file {path!r} has an inconsistent size', attribute='file')
+  data = np.frombuffer(raw[8:], dtype='<f4').astype(float)
+  lo, hi = data.min(), data.max()
+  data = (data - lo) / (hi - lo) if hi > lo else np.zeros_like(data)
+  return data.reshape(nrow, ncol)[::-1].reshape(-1), nrow, ncol
+
+
+def _stem(path: str) -> str:
+  return os.path.splitext(os.path.basename(path))[0]
+
+
+def _adr(nums: np.ndarray, empty: int | None = None) -> np.ndarray:
+  """Start addresses of consecutive blocks of the given sizes (`empty` where a size is 0)."""
+  nums = np.asarray(nums, dtype=int)
+  adr = np.concatenate([[0], np.cumsum(nums)[:-1]]).astype(int) if len(nums) else nums
+  return adr if empty is None else np.where(nums > 0, adr, empty)
+
+
+def _rows(items, width: int) -> np.ndarray:
+  if not items:
+    return np.zeros((0, width))
+  return np.array([np.asarray(x, dtype=np.float64) for x in items]).reshape(len(items), width)
+
+
+def _has_sd(j: dict) -> bool:
+  return 'springdamper' in j and bool((np.asarray(j['springdamper']) != 0).any())
+
+
+def _full(given: dict, key: str, fallback: np.ndarray, n: int) -> np.ndarray:
+  if key not in given:
+    return np.asarray(fallback, dtype=float)
+  v = np.asarray(given[key], dtype=float)
+  out = np.asarray(fallback, dtype=float).copy() if len(v) < n else v
+  out[: len(v)] = v
+  return out
+
+
+def _full_friction(given: dict, f: np.ndarray) -> np.ndarray:
+  if 'friction' in given:
+    v = np.asarray(given['friction'], dtype=float)
+    base = np.array([1, 1, 0.005, 0.0001, 0.0001])
+    base[: len(v)] = v
+    return base
+  return np.array([f[0], f[0], f[1], f[2], f[2]], dtype=float)
+
+
+def _parent_class(defaults: Defaults, name: str) -> str:
+  for parent, elem in defaults.elements.items():
+    if any(c.tag == 'default' and c.attrs.get('class') == name for c in elem.children):
+      return parent
+  return 'main'
+
+
+def _rbound(g: dict, comp: _Compiler) -> float:
+  s = g['size_c']
+  t = g['type']
+  if t == 2:
+    return s[0]
+  if t == 3:
+    return s[0] + s[1]
+  if t == 5:
+    return math.hypot(s[0], s[1])
+  if t == 4:
+    return max(s)
+  if t == 6:
+    return float(np.linalg.norm(s))
+  if t == 7:
+    return float(np.linalg.norm(s))
+  if t == 1:
+    hs = comp.hfields[g['dataid']]['size']
+    return math.sqrt(hs[0] ** 2 + hs[1] ** 2 + max(hs[2] ** 2, hs[3] ** 2))
+  return 0.0
+
+
+def compile_tree(
+  root: Element, directory: str, read: Callable[[str], bytes], model_file: str
+) -> Compiled:
+  """Compiles a parsed, include-expanded MJCF tree into MuJoCo-named arrays."""
+  return _Compiler(root, directory, read, model_file).run()

@@ -1,0 +1,195 @@
+"""MJCF text -> a tree of `Element`s that remembers the file and line of every element.
+
+xmltodict does the XML parsing; a thin shim around expat records each element's line and its
+document position, so that the element order (which MuJoCo's semantics depend on, e.g. actuators
+of mixed kinds) survives xmltodict's grouping of children by tag. `<include>` is expanded here,
+with paths relative to the including file. DTDs and entities are refused.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Callable, Mapping
+from typing import Any
+from xml.parsers import expat
+
+import xmltodict
+
+from jaxsim.errors import ModelError
+
+_LINE = '__line__'
+_ORDER = '__order__'
+_MAX_INCLUDE_DEPTH = 32
+
+
+@dataclasses.dataclass
+class Element:
+  """One XML element: tag, attributes, children in document order, and where it was written."""
+
+  tag: str
+  attrs: dict[str, str]
+  children: list[Element]
+  file: str
+  line: int
+
+  def error(self, message: str, attribute: str | None = None) -> ModelError:
+    """A ModelError located at this element (and attribute)."""
+    return ModelError(
+      message, file=self.file, line=self.line, element=self.tag, attribute=attribute
+    )
+
+  def find(self, tag: str) -> list[Element]:
+    """Children with this tag, in document order."""
+    return [c for c in self.children if c.tag == tag]
+
+
+class _LineRecordingExpat:
+  """Stands in for the `expat` module so xmltodict's parser records lines and order."""
+
+  def __init__(self, file: str):
+    self._file = file
+    self._order = 0
+
+  def ParserCreate(self, *args, **kwargs):  # noqa: N802 (expat's name)
+    parser = expat.ParserCreate(*args, **kwargs)
+    shim = self
+
+    def refuse(*_):
+      raise ModelError(
+        'XML document type declarations and entities are not allowed',
+        file=shim._file,
+        line=parser.CurrentLineNumber,
+      )
+
+    parser.StartDoctypeDeclHandler = refuse
+    parser.EntityDeclHandler = refuse
+    parser.ExternalEntityRefHandler = refuse
+    parser.ProcessingInstructionHandler = None
+
+    class _Proxy:
+      def __getattr__(self, name):
+        return getattr(parser, name)
+
+      def __setattr__(self, name, value):
+        if name == 'StartElementHandler':
+          inner = value
+
+          def start(tag, attrs):
+            shim._order += 1
+            attrs = list(attrs) + [_LINE, str(parser.CurrentLineNumber), _ORDER, str(shim._order)]
+            return inner(tag, attrs)
+
+          value = start
+        if name == 'EntityDeclHandler':
+          return  # keep our refusal, which carries the line
+        setattr(parser, name, value)
+
+    return _Proxy()
+
+
+def _to_element(tag: str, node: Any, file: str) -> Element:
+  """Converts one xmltodict node into an Element, restoring document order of children."""
+  if node is None:
+    node = {}
+  if isinstance(node, str):
+    node = {}
+  attrs: dict[str, str] = {}
+  kids: list[tuple[int, Element]] = []
+  line = 0
+  for key, value in node.items():
+    if key.startswith('@'):
+      name = key[1:]
+      if name == _LINE:
+        line = int(value)
+      elif name != _ORDER:
+        attrs[name] = value
+    elif key == '#text':
+      pass  # MuJoCo ignores stray text between elements (dm_control's stacker.xml has some)
+    else:
+      for child in value:
+        order = int(child.get('@' + _ORDER, 0)) if isinstance(child, dict) else 0
+        kids.append((order, _to_element(key, child, file)))
+  kids.sort(key=lambda kv: kv[0])
+  return Element(tag, attrs, [k for _, k in kids], file, line)
+
+
+def parse_xml(text: str | bytes, file: str) -> Element:
+  """Parses XML text into an Element tree; malformed XML raises ModelError with its line."""
+  if isinstance(text, str):
+    text = text.encode('utf-8')
+  try:
+    tree = xmltodict.parse(
+      text,
+      expat=_LineRecordingExpat(file),
+      force_list=lambda *_: True,
+      disable_entities=True,
+      strip_whitespace=True,
+    )
+  except ModelError:
+    raise
+  except expat.ExpatError as e:
+    raise ModelError(f'malformed XML: {expat.ErrorString(e.code)}', file=file, line=e.lineno) from e
+  except ValueError as e:
+    raise ModelError(f'malformed XML: {e}', file=file) from e
+  if not tree:
+    raise ModelError('empty XML document', file=file)
+  ((tag, nodes),) = tree.items()
+  return _to_element(tag, nodes[0], file)
+
+
+AssetReader = Callable[[str, Element, str], bytes]
+
+
+def expand_includes(
+  root: Element,
+  read: Callable[[str], bytes],
+  directory: str,
+  depth: int = 0,
+  seen: tuple[str, ...] = (),
+) -> Element:
+  """Replaces every `<include file=...>` by the children of the included file's root element.
+
+  `read(path)` returns a file's bytes; paths resolve relative to the including file's directory.
+  """
+  out = []
+  for child in root.children:
+    if child.tag != 'include':
+      out.append(expand_includes(child, read, directory, depth, seen))
+      continue
+    extra = set(child.attrs) - {'file'}
+    if extra:
+      raise child.error('unknown attribute', attribute=sorted(extra)[0])
+    if child.children:
+      raise child.error('<include> cannot have child elements')
+    if 'file' not in child.attrs:
+      raise child.error('missing required attribute', attribute='file')
+    path = os.path.normpath(os.path.join(directory, child.attrs['file']))
+    if path in seen or depth >= _MAX_INCLUDE_DEPTH:
+      raise child.error(f'recursive include of {path!r}', attribute='file')
+    try:
+      data = read(path)
+    except OSError as e:
+      raise child.error(
+        f'cannot read included file {path!r}: {e.strerror}', attribute='file'
+      ) from e
+    sub = parse_xml(data, path)
+    # The included file's root is a container (conventionally <mujoco>); its children are spliced.
+    sub = expand_includes(sub, read, os.path.dirname(path), depth + 1, seen + (path,))
+    out.extend(sub.children)
+  return dataclasses.replace(root, children=out)
+
+
+def read_file_or_asset(assets: Mapping[str, bytes] | None) -> Callable[[str], bytes]:
+  """A reader that looks in `assets` (by full path, then by base name) before the filesystem."""
+
+  def read(path: str) -> bytes:
+    if assets:
+      for key in (path, os.path.normpath(path), os.path.basename(path)):
+        if key in assets:
+          value = assets[key]
+          return value.encode() if isinstance(value, str) else bytes(value)
+    with open(path, 'rb') as f:
+      return f.read()
+
+  return read

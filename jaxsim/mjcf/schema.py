@@ -1,0 +1,712 @@
+"""The MJCF grammar jaxsim reads: elements, their attributes, types, defaults and enum keywords.
+
+Types: `f` float, `i` int, `b` bool, `s` string, `e:NAME` enum keyword (see ENUMS), `fl:NAME` set of
+flag keywords. A count suffix gives the arity: `f3` exactly 3, `f1-3` one to three (a short value
+overwrites the leading entries of the default, as MuJoCo does), `f*` any number.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+
+from jaxsim.mjcf.parse import Element
+
+NREF = 2
+NIMP = 5
+
+ENUMS: dict[str, dict[str, int]] = {
+  'bool': {'false': 0, 'true': 1},
+  'limited': {'false': 0, 'true': 1, 'auto': 2},
+  'angle': {'radian': 0, 'degree': 1},
+  'coordinate': {'local': 0, 'global': 1},
+  'enable': {'disable': 0, 'enable': 1},
+  'jointtype': {'free': 0, 'ball': 1, 'slide': 2, 'hinge': 3},
+  'geomtype': {
+    'plane': 0,
+    'hfield': 1,
+    'sphere': 2,
+    'capsule': 3,
+    'ellipsoid': 4,
+    'cylinder': 5,
+    'box': 6,
+    'mesh': 7,
+    'sdf': 8,
+  },
+  'integrator': {'Euler': 0, 'RK4': 1, 'implicit': 2, 'implicitfast': 3, 'variational': 100},
+  'cone': {'pyramidal': 0, 'elliptic': 1},
+  'jacobian': {'dense': 0, 'sparse': 1, 'auto': 2},
+  'solver': {'PGS': 0, 'CG': 1, 'Newton': 2},
+  'dyn': {'none': 0, 'integrator': 1, 'filter': 2, 'filterexact': 3, 'muscle': 4, 'user': 7},
+  'gain': {'fixed': 0, 'affine': 1, 'muscle': 2, 'user': 6},
+  'bias': {'none': 0, 'affine': 1, 'muscle': 2, 'user': 5},
+  'camlight': {'fixed': 0, 'track': 1, 'trackcom': 2, 'targetbody': 3, 'targetbodycom': 4},
+  'projection': {'perspective': 0, 'orthographic': 1},
+  'lighttype': {'spot': 0, 'directional': 1, 'point': 2, 'image': 3},
+  'meshinertia': {'convex': 0, 'exact': 1, 'legacy': 2, 'shell': 3},
+  'fluidshape': {'none': 0, 'ellipsoid': 1},
+  'frameobj': {
+    'body': 1,
+    'xbody': 2,
+    'joint': 3,
+    'geom': 5,
+    'site': 6,
+    'camera': 7,
+  },
+  'datatype': {'real': 0, 'positive': 1, 'axis': 2, 'quaternion': 3},
+  'stage': {'none': 0, 'pos': 1, 'vel': 2, 'acc': 3},
+  'texture': {'2d': 0, 'cube': 1, 'skybox': 2},
+  'builtin': {'none': 0, 'gradient': 1, 'checker': 2, 'flat': 3},
+  'mark': {'none': 0, 'edge': 1, 'cross': 2, 'random': 3},
+  'colorspace': {'auto': 0, 'linear': 1, 'sRGB': 2},
+  'interp': {'zoh': 0, 'linear': 1, 'cubic': 2},
+  'lrmode': {'none': 0, 'muscle': 1, 'muscleuser': 2, 'all': 3},
+  'texrole': {
+    'rgb': 0,
+    'occlusion': 1,
+    'roughness': 2,
+    'metallic': 3,
+    'normal': 4,
+    'opacity': 5,
+    'emissive': 6,
+    'rgba': 7,
+    'orm': 8,
+  },
+}
+
+_ORIENT = {'quat': 'f4', 'axisangle': 'f4', 'xyaxes': 'f6', 'zaxis': 'f3', 'euler': 'f3'}
+_SOL = {'solref': f'f1-{NREF}', 'solimp': f'f1-{NIMP}'}
+
+# Attributes of each element kind. Element kinds whose attributes can be set in <default> share
+# their table with the default's child of the same tag.
+JOINT = {
+  'name': 's',
+  'class': 's',
+  'type': 'e:jointtype',
+  'group': 'i',
+  'pos': 'f3',
+  'axis': 'f3',
+  'springdamper': 'f2',
+  'limited': 'e:limited',
+  'actuatorfrclimited': 'e:limited',
+  'solreflimit': f'f1-{NREF}',
+  'solimplimit': f'f1-{NIMP}',
+  'solreffriction': f'f1-{NREF}',
+  'solimpfriction': f'f1-{NIMP}',
+  'stiffness': 'f1-3',
+  'range': 'f2',
+  'actuatorfrcrange': 'f2',
+  'actuatorgravcomp': 'b',
+  'margin': 'f',
+  'ref': 'f',
+  'springref': 'f',
+  'armature': 'f',
+  'damping': 'f1-3',
+  'frictionloss': 'f',
+  'user': 'f*',
+}
+FREEJOINT = {'name': 's', 'group': 'i', 'align': 'e:limited'}
+GEOM = {
+  'name': 's',
+  'class': 's',
+  'type': 'e:geomtype',
+  'contype': 'i',
+  'conaffinity': 'i',
+  'condim': 'i',
+  'group': 'i',
+  'priority': 'i',
+  'size': 'f1-3',
+  'material': 's',
+  'friction': 'f1-3',
+  'mass': 'f',
+  'density': 'f',
+  'shellinertia': 'b',
+  'solmix': 'f',
+  **_SOL,
+  'margin': 'f',
+  'gap': 'f',
+  'surfacevel': 'f1-6',
+  'adhesion': 'f',
+  'fromto': 'f6',
+  'pos': 'f3',
+  **_ORIENT,
+  'hfield': 's',
+  'mesh': 's',
+  'fitscale': 'f',
+  'rgba': 'f4',
+  'fluidshape': 'e:fluidshape',
+  'fluidcoef': 'f1-5',
+  'user': 'f*',
+}
+SITE = {
+  'name': 's',
+  'class': 's',
+  'type': 'e:geomtype',
+  'group': 'i',
+  'pos': 'f3',
+  **_ORIENT,
+  'material': 's',
+  'size': 'f1-3',
+  'fromto': 'f6',
+  'rgba': 'f4',
+  'user': 'f*',
+}
+CAMERA = {
+  'name': 's',
+  'class': 's',
+  'projection': 'e:projection',
+  'fovy': 'f',
+  'ipd': 'f',
+  'resolution': 'i2',
+  'output': 's',
+  'pos': 'f3',
+  **_ORIENT,
+  'mode': 'e:camlight',
+  'target': 's',
+  'focal': 'f2',
+  'focalpixel': 'f2',
+  'principal': 'f2',
+  'principalpixel': 'f2',
+  'sensorsize': 'f2',
+  'user': 'f*',
+  'orthographic': 'b',
+}
+LIGHT = {
+  'name': 's',
+  'class': 's',
+  'directional': 'b',
+  'type': 'e:lighttype',
+  'castshadow': 'b',
+  'active': 'b',
+  'pos': 'f3',
+  'dir': 'f3',
+  'bulbradius': 'f',
+  'intensity': 'f',
+  'range': 'f',
+  'attenuation': 'f3',
+  'cutoff': 'f',
+  'softness': 'f',
+  'exponent': 'f',
+  'ambient': 'f3',
+  'diffuse': 'f3',
+  'specular': 'f3',
+  'mode': 'e:camlight',
+  'target': 's',
+  'texture': 's',
+}
+PAIR = {
+  'name': 's',
+  'class': 's',
+  'geom1': 's',
+  'geom2': 's',
+  'condim': 'i',
+  'friction': 'f1-5',
+  **_SOL,
+  'solreffriction': f'f1-{NREF}',
+  'gap': 'f',
+  'margin': 'f',
+  'adhesion': 'f',
+}
+EXCLUDE = {'name': 's', 'body1': 's', 'body2': 's'}
+EQUALITY = {'name': 's', 'class': 's', 'active': 'b', **_SOL}
+EQ_CONNECT = {**EQUALITY, 'body1': 's', 'body2': 's', 'anchor': 'f3', 'site1': 's', 'site2': 's'}
+EQ_WELD = {**EQ_CONNECT, 'relpose': 'f7', 'torquescale': 'f'}
+EQ_JOINT = {**EQUALITY, 'joint1': 's', 'joint2': 's', 'polycoef': 'f1-5'}
+EQ_TENDON = {**EQUALITY, 'tendon1': 's', 'tendon2': 's', 'polycoef': 'f1-5'}
+TENDON = {
+  'name': 's',
+  'class': 's',
+  'group': 'i',
+  'limited': 'e:limited',
+  'actuatorfrclimited': 'e:limited',
+  'range': 'f2',
+  'actuatorfrcrange': 'f2',
+  'solreflimit': f'f1-{NREF}',
+  'solimplimit': f'f1-{NIMP}',
+  'solreffriction': f'f1-{NREF}',
+  'solimpfriction': f'f1-{NIMP}',
+  'frictionloss': 'f',
+  'springlength': 'f1-2',
+  'width': 'f',
+  'material': 's',
+  'margin': 'f',
+  'stiffness': 'f1-3',
+  'damping': 'f1-3',
+  'armature': 'f',
+  'rgba': 'f4',
+  'user': 'f*',
+}
+_ACT_BASE = {
+  'name': 's',
+  'class': 's',
+  'group': 'i',
+  'nsample': 'i',
+  'interp': 'e:interp',
+  'delay': 'f',
+  'ctrlrange': 'f2',
+  'user': 'f*',
+  'ctrllimited': 'e:limited',
+  'forcelimited': 'e:limited',
+  'forcerange': 'f2',
+  'lengthrange': 'f2',
+  'gear': 'f1-6',
+  'damping': 'f1-3',
+  'armature': 'f',
+  'cranklength': 'f',
+}
+_TRN = {
+  'joint': 's',
+  'jointinparent': 's',
+  'tendon': 's',
+  'slidersite': 's',
+  'cranksite': 's',
+  'site': 's',
+  'refsite': 's',
+  'body': 's',
+}
+GENERAL = {
+  **_ACT_BASE,
+  **_TRN,
+  'actlimited': 'e:limited',
+  'actrange': 'f2',
+  'actdim': 'i',
+  'dyntype': 'e:dyn',
+  'gaintype': 'e:gain',
+  'biastype': 'e:bias',
+  'dynprm': 'f1-10',
+  'gainprm': 'f1-10',
+  'biasprm': 'f1-10',
+  'actearly': 'b',
+  'input': 's',
+  'velrange': 'f2',
+  'ffrange': 'f2',
+}
+SHORTCUT_PARAMS = {
+  'motor': {},
+  'position': {'kp': 'f', 'kv': 'f', 'dampratio': 'f', 'timeconst': 'f', 'inheritrange': 'f'},
+  'velocity': {'kv': 'f'},
+  'intvelocity': {
+    'kp': 'f',
+    'kv': 'f',
+    'dampratio': 'f',
+    'inheritrange': 'f',
+    'actlimited': 'e:limited',
+    'actrange': 'f2',
+  },
+  'damper': {'kv': 'f'},
+  'cylinder': {'timeconst': 'f', 'area': 'f', 'diameter': 'f', 'bias': 'f3'},
+  'muscle': {
+    'timeconst': 'f2',
+    'tausmooth': 'f',
+    'range': 'f2',
+    'force': 'f',
+    'scale': 'f',
+    'lmin': 'f',
+    'lmax': 'f',
+    'vmax': 'f',
+    'fpmax': 'f',
+    'fvmax': 'f',
+  },
+  'adhesion': {'gain': 'f'},
+}
+ACTUATORS = {
+  'general': GENERAL,
+  **{k: {**_ACT_BASE, **_TRN, **v} for k, v in SHORTCUT_PARAMS.items()},
+}
+UNSUPPORTED_ACTUATORS = ('orientation', 'pid', 'dcmotor', 'plugin')
+MESH = {
+  'name': 's',
+  'class': 's',
+  'content_type': 's',
+  'file': 's',
+  'vertex': 'f*',
+  'normal': 'f*',
+  'texcoord': 'f*',
+  'face': 'i*',
+  'refpos': 'f3',
+  'refquat': 'f4',
+  'scale': 'f3',
+  'smoothnormal': 'b',
+  'maxhullvert': 'i',
+  'inertia': 'e:meshinertia',
+  'builtin': 's',
+  'params': 'f*',
+  'material': 's',
+}
+MATERIAL = {
+  'name': 's',
+  'class': 's',
+  'texture': 's',
+  'texrepeat': 'f2',
+  'texuniform': 'b',
+  'emission': 'f',
+  'specular': 'f',
+  'shininess': 'f',
+  'reflectance': 'f',
+  'metallic': 'f',
+  'roughness': 'f',
+  'rgba': 'f4',
+}
+HFIELD = {
+  'name': 's',
+  'content_type': 's',
+  'file': 's',
+  'nrow': 'i',
+  'ncol': 'i',
+  'size': 'f4',
+  'elevation': 'f*',
+}
+TEXTURE = {
+  'name': 's',
+  'type': 'e:texture',
+  'colorspace': 'e:colorspace',
+  'content_type': 's',
+  'file': 's',
+  'gridsize': 'i2',
+  'gridlayout': 's',
+  'fileright': 's',
+  'fileleft': 's',
+  'fileup': 's',
+  'filedown': 's',
+  'filefront': 's',
+  'fileback': 's',
+  'builtin': 'e:builtin',
+  'rgb1': 'f3',
+  'rgb2': 'f3',
+  'mark': 'e:mark',
+  'markrgb': 'f3',
+  'random': 'f',
+  'width': 'i',
+  'height': 'i',
+  'hflip': 'b',
+  'vflip': 'b',
+  'nchannel': 'i',
+}
+SKIN = {
+  'name': 's',
+  'file': 's',
+  'material': 's',
+  'rgba': 'f4',
+  'inflate': 'f',
+  'vertex': 'f*',
+  'texcoord': 'f*',
+  'face': 'i*',
+  'group': 'i',
+}
+BODY = {
+  'name': 's',
+  'childclass': 's',
+  'pos': 'f3',
+  **_ORIENT,
+  'mocap': 'b',
+  'gravcomp': 'f',
+  'sleep': 's',
+  'simple': 's',
+  'user': 'f*',
+}
+FRAME = {'name': 's', 'childclass': 's', 'pos': 'f3', **_ORIENT}
+INERTIAL = {
+  'pos': 'f3',
+  'quat': 'f4',
+  'mass': 'f',
+  'diaginertia': 'f3',
+  'axisangle': 'f4',
+  'xyaxes': 'f6',
+  'zaxis': 'f3',
+  'euler': 'f3',
+  'fullinertia': 'f6',
+}
+COMPILER = {
+  'autolimits': 'b',
+  'boundmass': 'f',
+  'boundinertia': 'f',
+  'settotalmass': 'f',
+  'balanceinertia': 'b',
+  'strippath': 'b',
+  'coordinate': 'e:coordinate',
+  'angle': 'e:angle',
+  'fitaabb': 'b',
+  'eulerseq': 's',
+  'meshdir': 's',
+  'texturedir': 's',
+  'discardvisual': 'b',
+  'usethread': 'b',
+  'fusestatic': 'b',
+  'inertiafromgeom': 'e:limited',
+  'inertiagrouprange': 'i2',
+  'saveinertial': 'b',
+  'assetdir': 's',
+  'alignfree': 'b',
+  'conflict': 's',
+}
+LENGTHRANGE = {
+  'mode': 'e:lrmode',
+  'useexisting': 'b',
+  'uselimit': 'b',
+  'accel': 'f',
+  'maxforce': 'f',
+  'timeconst': 'f',
+  'timestep': 'f',
+  'inttotal': 'f',
+  'interval': 'f',
+  'tolrange': 'f',
+}
+OPTION = {
+  'timestep': 'f',
+  'impratio': 'f',
+  'tolerance': 'f',
+  'ls_tolerance': 'f',
+  'noslip_tolerance': 'f',
+  'ccd_tolerance': 'f',
+  'sleep_tolerance': 'f',
+  'gravity': 'f3',
+  'wind': 'f3',
+  'magnetic': 'f3',
+  'density': 'f',
+  'viscosity': 'f',
+  'o_margin': 'f',
+  'o_solref': f'f1-{NREF}',
+  'o_solimp': f'f1-{NIMP}',
+  'o_friction': 'f1-5',
+  'integrator': 'e:integrator',
+  'cone': 'e:cone',
+  'jacobian': 'e:jacobian',
+  'solver': 'e:solver',
+  'iterations': 'i',
+  'ls_iterations': 'i',
+  'noslip_iterations': 'i',
+  'ccd_iterations': 'i',
+  'sdf_iterations': 'i',
+  'sdf_initpoints': 'i',
+  'actuatorgroupdisable': 'i*',
+}
+# Disable flags (bit set when 'disable') and enable flags (bit set when 'enable'), MuJoCo's bits.
+DISABLE_FLAGS = (
+  'constraint equality frictionloss limit contact spring damper gravity clampctrl warmstart '
+  'filterparent actuation refsafe sensor midphase eulerdamp autoreset nativeccd island multiccd'
+).split()
+ENABLE_FLAGS = 'override energy fwdinv invdiscrete sleep diagexact'.split()
+FLAG = {name: 'e:enable' for name in DISABLE_FLAGS + ENABLE_FLAGS}
+SIZE = {
+  'memory': 's',
+  'njmax': 'i',
+  'nconmax': 'i',
+  'nstack': 'i',
+  'nuserdata': 'i',
+  'nkey': 'i',
+  **{
+    f'nuser_{k}': 'i'
+    for k in ('body', 'jnt', 'geom', 'site', 'cam', 'tendon', 'actuator', 'sensor')
+  },
+}
+STATISTIC = {'meaninertia': 'f', 'meanmass': 'f', 'meansize': 'f', 'extent': 'f', 'center': 'f3'}
+KEY = {
+  'name': 's',
+  'time': 'f',
+  'qpos': 'f*',
+  'qvel': 'f*',
+  'act': 'f*',
+  'mpos': 'f*',
+  'mquat': 'f*',
+  'ctrl': 'f*',
+}
+NUMERIC = {'name': 's', 'size': 'i', 'data': 'f*'}
+TEXT = {'name': 's', 'data': 's'}
+TUPLE = {'name': 's'}
+TUPLE_ELEMENT = {'objtype': 's', 'objname': 's', 'prm': 'f'}
+
+# Sensors: MuJoCo's type code and the attributes naming the measured object.
+_SENSOR_BASE = {
+  'name': 's',
+  'nsample': 'i',
+  'interp': 'e:interp',
+  'delay': 'f',
+  'interval': 'f1-2',
+  'cutoff': 'f',
+  'noise': 'f',
+  'user': 'f*',
+}
+_FRAME_OBJ = {'objtype': 'e:frameobj', 'objname': 's'}
+_FRAME_REF = {'reftype': 'e:frameobj', 'refname': 's'}
+_PAIR_OBJ = {'geom1': 's', 'geom2': 's', 'body1': 's', 'body2': 's'}
+SENSOR_TYPES: dict[str, tuple[int, dict[str, str]]] = {
+  'touch': (0, {'site': 's'}),
+  'accelerometer': (1, {'site': 's'}),
+  'velocimeter': (2, {'site': 's'}),
+  'gyro': (3, {'site': 's'}),
+  'force': (4, {'site': 's'}),
+  'torque': (5, {'site': 's'}),
+  'magnetometer': (6, {'site': 's'}),
+  'rangefinder': (7, {'site': 's', 'camera': 's', 'data': 's'}),
+  'camprojection': (8, {'site': 's', 'camera': 's'}),
+  'jointpos': (9, {'joint': 's'}),
+  'jointvel': (10, {'joint': 's'}),
+  'tendonpos': (11, {'tendon': 's'}),
+  'tendonvel': (12, {'tendon': 's'}),
+  'actuatorpos': (13, {'actuator': 's'}),
+  'actuatorvel': (14, {'actuator': 's'}),
+  'actuatorfrc': (15, {'actuator': 's'}),
+  'jointactuatorfrc': (16, {'joint': 's'}),
+  'tendonactuatorfrc': (17, {'tendon': 's'}),
+  'ballquat': (18, {'joint': 's'}),
+  'ballangvel': (19, {'joint': 's'}),
+  'jointlimitpos': (20, {'joint': 's'}),
+  'jointlimitvel': (21, {'joint': 's'}),
+  'jointlimitfrc': (22, {'joint': 's'}),
+  'tendonlimitpos': (23, {'tendon': 's'}),
+  'tendonlimitvel': (24, {'tendon': 's'}),
+  'tendonlimitfrc': (25, {'tendon': 's'}),
+  'framepos': (26, {**_FRAME_OBJ, **_FRAME_REF}),
+  'framequat': (27, {**_FRAME_OBJ, **_FRAME_REF}),
+  'framexaxis': (28, {**_FRAME_OBJ, **_FRAME_REF}),
+  'frameyaxis': (29, {**_FRAME_OBJ, **_FRAME_REF}),
+  'framezaxis': (30, {**_FRAME_OBJ, **_FRAME_REF}),
+  'framelinvel': (31, {**_FRAME_OBJ, **_FRAME_REF}),
+  'frameangvel': (32, {**_FRAME_OBJ, **_FRAME_REF}),
+  'framelinacc': (33, _FRAME_OBJ),
+  'frameangacc': (34, _FRAME_OBJ),
+  'subtreecom': (35, {'body': 's'}),
+  'subtreelinvel': (36, {'body': 's'}),
+  'subtreeangmom': (37, {'body': 's'}),
+  'insidesite': (38, {'site': 's', **_FRAME_OBJ}),
+  'distance': (39, _PAIR_OBJ),
+  'normal': (40, _PAIR_OBJ),
+  'fromto': (41, _PAIR_OBJ),
+  'contact': (
+    42,
+    {
+      **_PAIR_OBJ,
+      'subtree1': 's',
+      'subtree2': 's',
+      'site': 's',
+      'num': 'i',
+      'data': 's',
+      'reduce': 's',
+    },
+  ),
+  'e_potential': (43, {}),
+  'e_kinetic': (44, {}),
+  'clock': (45, {}),
+  'user': (
+    48,
+    {
+      'objtype': 's',
+      'objname': 's',
+      'datatype': 'e:datatype',
+      'needstage': 'e:stage',
+      'dim': 'i',
+    },
+  ),
+}
+SENSORS = {k: {**_SENSOR_BASE, **attrs} for k, (_, attrs) in SENSOR_TYPES.items()}
+UNSUPPORTED_SENSORS = ('tactile', 'plugin')
+
+# Elements that MuJoCo accepts but jaxsim cannot compile: named in the error.
+UNSUPPORTED_ELEMENTS = {
+  'composite': 'composite objects (<composite>)',
+  'flexcomp': 'flexible bodies (<flexcomp>)',
+  'deformable': 'deformable objects (<deformable>)',
+  'plugin': 'engine plugins (<plugin>)',
+  'extension': 'engine plugins (<extension>)',
+  'attach': 'model attachment (<attach>)',
+  'replicate': 'replicated bodies (<replicate>)',
+  'model': 'sub-models (<asset><model>)',
+}
+
+# Which table a child of <default> uses, keyed by tag.
+DEFAULT_CHILDREN = {
+  'mesh': MESH,
+  'material': MATERIAL,
+  'joint': JOINT,
+  'geom': GEOM,
+  'site': SITE,
+  'camera': CAMERA,
+  'light': LIGHT,
+  'pair': PAIR,
+  'equality': EQUALITY,
+  'tendon': TENDON,
+  **ACTUATORS,
+}
+
+# Attributes not settable in <default> (MuJoCo's 'nodefault').
+NODEFAULT = {'name', 'class', 'lengthrange', *_TRN}
+
+_ARITY = re.compile(r'^(f|i)(\*|\d+(?:-\d+)?)?$')
+
+
+def _numbers(elem: Element, attr: str, text: str, kind: str) -> list[float]:
+  parts = text.split()
+  out = []
+  for p in parts:
+    try:
+      v = int(p) if kind == 'i' else float(p)
+    except ValueError:
+      expected = 'an integer' if kind == 'i' else 'a number'
+      raise elem.error(f'expected {expected}, got {p!r}', attribute=attr) from None
+    if kind == 'f' and not math.isfinite(v):
+      raise elem.error(f'non-finite value {p!r}', attribute=attr)
+    out.append(v)
+  return out
+
+
+def convert(elem: Element, attr: str, text: str, typ: str):
+  """Converts one attribute's text to its Python value, raising ModelError on bad input."""
+  if typ == 's':
+    return text
+  if typ == 'b':
+    if text not in ('true', 'false'):
+      raise elem.error(f"expected 'true' or 'false', got {text!r}", attribute=attr)
+    return text == 'true'
+  if typ.startswith('e:'):
+    table = ENUMS[typ[2:]]
+    if text not in table:
+      keywords = ', '.join(repr(k) for k in table)
+      raise elem.error(f'unknown keyword {text!r}; expected one of {keywords}', attribute=attr)
+    return table[text]
+  m = _ARITY.match(typ)
+  if not m:
+    raise AssertionError(f'bad schema type {typ}')
+  kind, count = m.group(1), m.group(2)
+  values = _numbers(elem, attr, text, kind)
+  if count is None:
+    if len(values) != 1:
+      raise elem.error(f'expected one value, got {len(values)}', attribute=attr)
+    return values[0]
+  if count == '*':
+    return np.array(values, dtype=np.float64 if kind == 'f' else np.int64)
+  lo, _, hi = count.partition('-')
+  lo = int(lo)
+  hi = int(hi) if hi else lo
+  if not lo <= len(values) <= hi:
+    want = str(lo) if lo == hi else f'{lo} to {hi}'
+    raise elem.error(f'expected {want} values, got {len(values)}', attribute=attr)
+  return np.array(values, dtype=np.float64 if kind == 'f' else np.int64)
+
+
+def read_attrs(
+  elem: Element, table: dict[str, str], base: dict | None = None, allow_children=()
+) -> dict:
+  """Reads `elem`'s attributes against `table`, on top of `base` (a defaults dict).
+
+  Arrays given shorter than their full length overwrite only their leading entries.
+  """
+  out = dict(base) if base else {}
+  for attr, text in elem.attrs.items():
+    typ = table.get(attr)
+    if typ is None:
+      raise elem.error(f'unknown attribute of <{elem.tag}>', attribute=attr)
+    value = convert(elem, attr, text, typ)
+    prev = out.get(attr)
+    if (
+      isinstance(value, np.ndarray)
+      and isinstance(prev, np.ndarray)
+      and '-' in typ
+      and len(value) < len(prev)
+    ):
+      merged = prev.copy()
+      merged[: len(value)] = value
+      value = merged
+    out[attr] = value
+  return out

@@ -1,0 +1,426 @@
+"""Option, Model, Data, Contact and MuJoCo's enums, as JAX pytrees.
+
+Structure is static, physical parameters are dynamic (see DESIGN.md): a Model's integer arrays,
+counts, names and solver settings live in the pytree's treedef (hashable, never traced), and its
+floating-point arrays are `jax.Array` leaves, so `jax.vmap` over a batch of models and `jax.grad`
+with respect to masses or frictions work without recompiling.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+
+class JointType(enum.IntEnum):
+  """mjtJoint."""
+
+  FREE = 0
+  BALL = 1
+  SLIDE = 2
+  HINGE = 3
+
+
+class GeomType(enum.IntEnum):
+  """mjtGeom."""
+
+  PLANE = 0
+  HFIELD = 1
+  SPHERE = 2
+  CAPSULE = 3
+  ELLIPSOID = 4
+  CYLINDER = 5
+  BOX = 6
+  MESH = 7
+
+
+class IntegratorType(enum.IntEnum):
+  """mjtIntegrator, plus jaxsim's linear-time variational integrator."""
+
+  EULER = 0
+  RK4 = 1
+  IMPLICIT = 2
+  IMPLICITFAST = 3
+  VARIATIONAL = 100
+
+
+class SolverType(enum.IntEnum):
+  """mjtSolver (PGS is not offered)."""
+
+  CG = 1
+  NEWTON = 2
+
+
+class ConeType(enum.IntEnum):
+  """mjtCone."""
+
+  PYRAMIDAL = 0
+  ELLIPTIC = 1
+
+
+class TrnType(enum.IntEnum):
+  """mjtTrn."""
+
+  JOINT = 0
+  JOINTINPARENT = 1
+  SLIDERCRANK = 2
+  TENDON = 3
+  SITE = 4
+  BODY = 5
+
+
+class DynType(enum.IntEnum):
+  """mjtDyn."""
+
+  NONE = 0
+  INTEGRATOR = 1
+  FILTER = 2
+  FILTEREXACT = 3
+  MUSCLE = 4
+
+
+class GainType(enum.IntEnum):
+  """mjtGain."""
+
+  FIXED = 0
+  AFFINE = 1
+  MUSCLE = 2
+
+
+class BiasType(enum.IntEnum):
+  """mjtBias."""
+
+  NONE = 0
+  AFFINE = 1
+  MUSCLE = 2
+
+
+class EqType(enum.IntEnum):
+  """mjtEq."""
+
+  CONNECT = 0
+  WELD = 1
+  JOINT = 2
+  TENDON = 3
+
+
+class WrapType(enum.IntEnum):
+  """mjtWrap."""
+
+  NONE = 0
+  JOINT = 1
+  PULLEY = 2
+  SITE = 3
+  SPHERE = 4
+  CYLINDER = 5
+
+
+class DisableBit(enum.IntFlag):
+  """mjtDisableBit."""
+
+  CONSTRAINT = 1 << 0
+  EQUALITY = 1 << 1
+  FRICTIONLOSS = 1 << 2
+  LIMIT = 1 << 3
+  CONTACT = 1 << 4
+  SPRING = 1 << 5
+  DAMPER = 1 << 6
+  GRAVITY = 1 << 7
+  CLAMPCTRL = 1 << 8
+  WARMSTART = 1 << 9
+  FILTERPARENT = 1 << 10
+  ACTUATION = 1 << 11
+  REFSAFE = 1 << 12
+  SENSOR = 1 << 13
+  MIDPHASE = 1 << 14
+  EULERDAMP = 1 << 15
+
+
+class EnableBit(enum.IntFlag):
+  """mjtEnableBit."""
+
+  OVERRIDE = 1 << 0
+  ENERGY = 1 << 1
+  FWDINV = 1 << 2
+  INVDISCRETE = 1 << 3
+
+
+class _Static:
+  """Wraps a static value so that it can sit in a treedef: hashed and compared by content."""
+
+  __slots__ = ('value', '_hash')
+
+  def __init__(self, value):
+    self.value = value
+    self._hash = hash(_key(value))
+
+  def __hash__(self):
+    return self._hash
+
+  def __eq__(self, other):
+    return (
+      isinstance(other, _Static)
+      and self._hash == other._hash
+      and _key(self.value) == _key(other.value)
+    )
+
+
+def _key(v):
+  if isinstance(v, np.ndarray):
+    return ('nd', v.shape, v.dtype.str, v.tobytes())
+  if isinstance(v, (tuple, list)):
+    return ('seq', tuple(_key(x) for x in v))
+  if isinstance(v, Mapping):
+    return ('map', tuple(sorted((k, _key(x)) for k, x in v.items())))
+  try:
+    hash(v)
+    return v
+  except TypeError:
+    return ('id', id(v))
+
+
+class _Struct:
+  """A pytree of named fields: names in `_dynamic` are leaves, all others are static."""
+
+  __slots__ = ('_fields', '_dynamic')
+
+  def __init__(self, fields: dict[str, Any], dynamic: tuple[str, ...]):
+    object.__setattr__(self, '_fields', dict(fields))
+    object.__setattr__(self, '_dynamic', tuple(dynamic))
+
+  def __getattr__(self, name):
+    try:
+      return object.__getattribute__(self, '_fields')[name]
+    except KeyError:
+      raise AttributeError(f'{type(self).__name__} has no field {name!r}') from None
+
+  def __setattr__(self, name, value):
+    raise AttributeError(f'{type(self).__name__} is immutable; use .replace({name}=...)')
+
+  def __dir__(self):
+    return list(self._fields) + ['replace', 'fields']
+
+  def fields(self) -> Iterator[str]:
+    """Field names."""
+    return iter(self._fields)
+
+  def replace(self, **changes):
+    """A copy with some fields replaced."""
+    unknown = set(changes) - set(self._fields)
+    if unknown:
+      raise AttributeError(f'{type(self).__name__} has no field {sorted(unknown)[0]!r}')
+    return type(self)({**self._fields, **changes}, self._dynamic)
+
+  def _flatten(self):
+    children = tuple(self._fields[k] for k in self._dynamic)
+    statics = tuple((k, _Static(v)) for k, v in self._fields.items() if k not in self._dynamic)
+    return children, (self._dynamic, statics)
+
+  @classmethod
+  def _unflatten(cls, aux, children):
+    dynamic, statics = aux
+    fields = {k: s.value for k, s in statics}
+    fields.update(zip(dynamic, children, strict=True))
+    obj = object.__new__(cls)
+    object.__setattr__(obj, '_fields', fields)
+    object.__setattr__(obj, '_dynamic', dynamic)
+    return obj
+
+  def __repr__(self):
+    parts = []
+    for k, v in self._fields.items():
+      if hasattr(v, 'shape'):
+        parts.append(f'{k}={getattr(v, "dtype", "")}{list(v.shape)}')
+      elif isinstance(v, (int, float, str, bool)):
+        parts.append(f'{k}={v!r}')
+    return f'{type(self).__name__}({", ".join(parts)})'
+
+
+def _register(cls):
+  jax.tree_util.register_pytree_node(cls, cls._flatten, cls._unflatten)
+  return cls
+
+
+@_register
+class Option(_Struct):
+  """Physics options (mjOption). Solver and integrator choices are static; the rest dynamic.
+
+  Fields: timestep, impratio, tolerance, ls_tolerance, noslip_tolerance, gravity (3,), wind (3,),
+  magnetic (3,), density, viscosity, o_margin, o_solref (2,), o_solimp (5,), o_friction (5,);
+  static: integrator, cone, jacobian, solver, iterations, ls_iterations, noslip_iterations,
+  disableflags, enableflags.
+  """
+
+  STATIC = (
+    'integrator',
+    'cone',
+    'jacobian',
+    'solver',
+    'iterations',
+    'ls_iterations',
+    'noslip_iterations',
+    'ccd_iterations',
+    'sdf_iterations',
+    'sdf_initpoints',
+    'disableflags',
+    'enableflags',
+  )
+
+
+@_register
+class Model(_Struct):
+  """A compiled model: MuJoCo's mjModel fields with MuJoCo's names and element order.
+
+  Counts (`nq nv nu na nbody njnt ngeom nsite nmesh neq ntendon nsensor ...`), integer arrays
+  (types, ids, addresses, flags), names and `opt`'s solver settings are static; floating-point
+  arrays (`body_mass (nbody,)`, `geom_size (ngeom, 3)`, `qpos0 (nq,)`, ...) are jax.Array leaves.
+  `names` maps an object kind ('body', 'joint', ...) to the tuple of its names in id order.
+  """
+
+  def name2id(self, kind: str, name: str) -> int:
+    """Id of the object of `kind` ('body', 'joint', 'geom', ...) called `name` (mj_name2id)."""
+    names = self.names.get(kind, ())
+    if name not in names:
+      raise KeyError(f'no {kind} named {name!r}')
+    return names.index(name)
+
+
+@_register
+class Contact(_Struct):
+  """Contacts in fixed slots (mjContact fields); inactive slots are masked, never removed.
+
+  Fields: dist (ncon,), pos (ncon, 3), frame (ncon, 3, 3), includemargin (ncon,),
+  friction (ncon, 5), solref (ncon, 2), solreffriction (ncon, 2), solimp (ncon, 5),
+  dim (ncon,), geom1 (ncon,), geom2 (ncon,), geom (ncon, 2), efc_address (ncon,), active (ncon,).
+  """
+
+
+@_register
+class Data(_Struct):
+  """The simulation state and everything derived from it (mjData fields, all dynamic)."""
+
+
+def make_option(opt: Mapping[str, Any], dtype) -> Option:
+  """Builds an Option from compiled option values."""
+  fields = {}
+  for k, v in opt.items():
+    fields[k] = int(v) if k in Option.STATIC else jnp.asarray(v, dtype=dtype)
+  dynamic = tuple(k for k in fields if k not in Option.STATIC)
+  return Option(fields, dynamic)
+
+
+def make_model(compiled: Mapping[str, Any]) -> Model:
+  """Wraps compiled arrays into a Model; float arrays become jax.Array leaves (default dtype)."""
+  dtype = jnp.asarray(0.0).dtype
+  fields: dict[str, Any] = {}
+  dynamic = []
+  for k, v in compiled.items():
+    if k == 'opt':
+      fields[k] = make_option(v, dtype)
+      dynamic.append(k)
+    elif isinstance(v, np.ndarray) and np.issubdtype(v.dtype, np.floating):
+      fields[k] = jnp.asarray(v, dtype=dtype)
+      dynamic.append(k)
+    elif isinstance(v, np.ndarray):
+      v = v.astype(np.int32, copy=True)
+      v.setflags(write=False)
+      fields[k] = v
+    else:
+      fields[k] = v
+  return Model(fields, tuple(dynamic))
+
+
+def make_contact(ncon: int, dtype) -> Contact:
+  """Empty contact slots."""
+  z = lambda *s: jnp.zeros(s, dtype=dtype)  # noqa: E731
+  i = lambda *s: jnp.full(s, -1, dtype=jnp.int32)  # noqa: E731
+  fields = {
+    'dist': z(ncon),
+    'pos': z(ncon, 3),
+    'frame': z(ncon, 3, 3),
+    'includemargin': z(ncon),
+    'friction': z(ncon, 5),
+    'solref': z(ncon, 2),
+    'solreffriction': z(ncon, 2),
+    'solimp': z(ncon, 5),
+    'dim': jnp.zeros(ncon, dtype=jnp.int32),
+    'geom1': i(ncon),
+    'geom2': i(ncon),
+    'geom': i(ncon, 2),
+    'efc_address': i(ncon),
+    'active': jnp.zeros(ncon, dtype=bool),
+  }
+  return Contact(fields, tuple(fields))
+
+
+def make_data(m: Model, ncon: int = 0, nefc: int = 0) -> Data:
+  """A Data at the model's qpos0 with zero velocity (mj_makeData + mj_resetData)."""
+  dtype = m.qpos0.dtype
+  z = lambda *s: jnp.zeros(s, dtype=dtype)  # noqa: E731
+  nv, nu, na = m.nv, m.nu, m.na
+  nbody, ngeom, nsite, njnt = m.nbody, m.ngeom, m.nsite, m.njnt
+  ntendon, nmocap = m.ntendon, m.nmocap
+  eye = lambda n: jnp.tile(jnp.eye(3, dtype=dtype), (n, 1, 1))  # noqa: E731
+  quat = lambda n: jnp.tile(jnp.array([1.0, 0, 0, 0], dtype=dtype), (n, 1))  # noqa: E731
+  mocap = np.asarray(m.body_mocapid) >= 0
+  fields = {
+    'time': jnp.zeros((), dtype=dtype),
+    'qpos': jnp.asarray(m.qpos0, dtype=dtype),
+    'qvel': z(nv),
+    'act': z(na),
+    'ctrl': z(nu),
+    'mocap_pos': m.body_pos[mocap] if nmocap else z(0, 3),
+    'mocap_quat': m.body_quat[mocap] if nmocap else z(0, 4),
+    'qacc': z(nv),
+    'qacc_warmstart': z(nv),
+    'act_dot': z(na),
+    'qfrc_applied': z(nv),
+    'xfrc_applied': z(nbody, 6),
+    'xpos': z(nbody, 3),
+    'xquat': quat(nbody),
+    'xmat': eye(nbody),
+    'xipos': z(nbody, 3),
+    'ximat': eye(nbody),
+    'xanchor': z(njnt, 3),
+    'xaxis': z(njnt, 3),
+    'geom_xpos': z(ngeom, 3),
+    'geom_xmat': eye(ngeom),
+    'site_xpos': z(nsite, 3),
+    'site_xmat': eye(nsite),
+    'subtree_com': z(nbody, 3),
+    'cinert': z(nbody, 10),
+    'cdof': z(nv, 6),
+    'cvel': z(nbody, 6),
+    'cdof_dot': z(nv, 6),
+    'ten_length': z(ntendon),
+    'ten_velocity': z(ntendon),
+    'ten_J': z(ntendon, nv),
+    'actuator_length': z(nu),
+    'actuator_velocity': z(nu),
+    'actuator_moment': z(nu, nv),
+    'actuator_force': z(nu),
+    'qM': z(nv, nv),
+    'qLD': z(nv, nv),
+    'qfrc_bias': z(nv),
+    'qfrc_passive': z(nv),
+    'qfrc_actuator': z(nv),
+    'qfrc_smooth': z(nv),
+    'qacc_smooth': z(nv),
+    'qfrc_constraint': z(nv),
+    'qfrc_inverse': z(nv),
+    'contact': make_contact(ncon, dtype),
+    'ncon': jnp.zeros((), dtype=jnp.int32),
+    'efc_J': z(nefc, nv),
+    'efc_pos': z(nefc),
+    'efc_force': z(nefc),
+    'efc_type': jnp.zeros(nefc, dtype=jnp.int32),
+    'sensordata': z(m.nsensordata),
+    'energy': z(2),
+    'warning': jnp.zeros(4, dtype=jnp.int32),
+  }
+  return Data(fields, tuple(fields))
