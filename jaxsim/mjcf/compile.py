@@ -1521,7 +1521,7 @@ class _Compiler:
         else:
           typ = EQ_JOINT if e.tag == 'joint' else EQ_TENDON
           ns = 'joint' if e.tag == 'joint' else 'tendon'
-          objtype = OBJ[ns]
+          objtype = 0  # MuJoCo leaves the object type of joint/tendon equalities unset
           k1, k2 = f'{ns}1', f'{ns}2'
           if k1 not in attrs:
             raise e.error('missing required attribute', attribute=k1)

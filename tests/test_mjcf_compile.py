@@ -1,0 +1,136 @@
+"""The compiled Model agrees with mujoco.MjModel on the same file, field by field (float64)."""
+
+from __future__ import annotations
+
+import mujoco
+import numpy as np
+import pytest
+
+import jaxsim
+from jaxsim.mjcf.frames import quat_to_mat
+from tests.models import all_models, model_id
+
+RTOL = 1e-7
+ATOL = 1e-9
+
+COUNTS = (
+  'nq nv nu na nbody njnt ngeom nsite ncam nlight nmesh nhfield ntendon nwrap neq npair '
+  'nexclude nsensor nsensordata nkey nmocap nnumeric'
+).split()
+
+# Fields compared index by index. Quaternions are compared up to sign, separately.
+FIELDS = (
+  'qpos0 body_parentid body_rootid body_weldid body_mocapid body_jntnum body_jntadr body_dofnum '
+  'body_dofadr body_geomnum body_geomadr body_pos body_mass body_subtreemass body_gravcomp '
+  'jnt_type jnt_qposadr jnt_dofadr jnt_bodyid jnt_group jnt_limited jnt_actfrclimited jnt_axis '
+  'jnt_pos jnt_solref jnt_solimp jnt_margin jnt_stiffness jnt_actfrcrange '
+  'dof_bodyid dof_jntid dof_parentid dof_armature dof_damping dof_frictionloss dof_solref '
+  'dof_solimp '
+  'geom_type geom_bodyid geom_dataid geom_group geom_priority geom_size geom_pos geom_friction '
+  'geom_contype geom_conaffinity geom_condim geom_margin geom_gap geom_solref geom_solimp '
+  'geom_solmix geom_rbound geom_rgba '
+  'site_type site_bodyid site_size site_pos '
+  'actuator_trntype actuator_dyntype actuator_gaintype actuator_biastype actuator_trnid '
+  'actuator_actadr actuator_actnum actuator_group actuator_ctrllimited actuator_forcelimited '
+  'actuator_actlimited actuator_actearly actuator_dynprm actuator_gainprm actuator_biasprm '
+  'actuator_ctrlrange actuator_forcerange actuator_actrange actuator_gear actuator_cranklength '
+  'tendon_adr tendon_num tendon_limited tendon_range tendon_solref_lim tendon_solimp_lim '
+  'tendon_solref_fri tendon_solimp_fri tendon_margin tendon_stiffness tendon_damping '
+  'tendon_frictionloss tendon_armature wrap_type wrap_objid wrap_prm '
+  'eq_type eq_obj1id eq_obj2id eq_objtype eq_active0 eq_solref eq_solimp '
+  'pair_geom1 pair_geom2 pair_dim pair_signature pair_friction pair_solref pair_solimp '
+  'pair_solreffriction pair_margin pair_gap exclude_signature '
+  'sensor_type sensor_datatype sensor_needstage sensor_objtype sensor_objid sensor_reftype '
+  'sensor_refid sensor_dim sensor_adr sensor_cutoff sensor_noise '
+  'key_time key_qpos key_qvel key_act key_ctrl key_mpos key_mquat '
+  'numeric_size numeric_adr numeric_data hfield_size hfield_nrow hfield_ncol'
+).split()
+QUATS = 'body_quat geom_quat site_quat'.split()
+
+
+@pytest.fixture(scope='module', params=all_models(), ids=model_id)
+def pair(request):
+  path = request.param
+  return jaxsim.load(path), mujoco.MjModel.from_xml_path(path)
+
+
+def _close(name, ours, theirs):
+  ours, theirs = np.asarray(ours), np.asarray(theirs)
+  assert ours.shape == theirs.shape, f'{name}: shape {ours.shape} vs {theirs.shape}'
+  if ours.size == 0:
+    return
+  bad = ~np.isclose(ours, theirs, rtol=RTOL, atol=ATOL)
+  if bad.any():
+    idx = tuple(np.argwhere(bad)[0])
+    raise AssertionError(f'{name}{list(idx)}: jaxsim {ours[idx]!r} vs mujoco {theirs[idx]!r}')
+
+
+def test_counts(pair):
+  m, mj = pair
+  for k in COUNTS:
+    assert getattr(m, k) == getattr(mj, k), k
+
+
+@pytest.mark.parametrize('field', FIELDS)
+def test_field(pair, field):
+  m, mj = pair
+  theirs = np.asarray(getattr(mj, field))
+  if field == 'jnt_range':
+    return
+  _close(field, getattr(m, field), theirs)
+
+
+def test_quaternions(pair):
+  m, mj = pair
+  for k in QUATS:
+    ours, theirs = np.asarray(getattr(m, k)), np.asarray(getattr(mj, k))
+    assert ours.shape == theirs.shape, k
+    # q and -q are the same rotation
+    sign = np.where(np.sum(ours * theirs, axis=-1, keepdims=True) < 0, -1.0, 1.0)
+    _close(k, ours * sign, theirs)
+
+
+def test_joint_ranges_of_limited_joints(pair):
+  m, mj = pair
+  limited = np.asarray(mj.jnt_limited, bool)
+  _close('jnt_range', np.asarray(m.jnt_range)[limited], mj.jnt_range[limited])
+
+
+def test_body_inertia(pair):
+  """ipos and the full inertia tensor, so that principal-axis order does not matter."""
+  m, mj = pair
+  _close('body_ipos', m.body_ipos, mj.body_ipos)
+  for i in range(mj.nbody):
+    r1, r2 = quat_to_mat(np.asarray(m.body_iquat[i])), quat_to_mat(mj.body_iquat[i])
+    t1 = r1 @ np.diag(np.asarray(m.body_inertia[i])) @ r1.T
+    t2 = r2 @ np.diag(mj.body_inertia[i]) @ r2.T
+    _close(f'inertia tensor of body {i}', t1, t2)
+
+
+def test_equality_data_given_by_user(pair):
+  """eq_data entries that come from the file (those computed at qpos0 are checked elsewhere)."""
+  m, mj = pair
+  for i, t in enumerate(mj.eq_type):
+    ours, theirs = np.asarray(m.eq_data[i]), mj.eq_data[i]
+    if t == mujoco.mjtEq.mjEQ_CONNECT and mj.eq_objtype[i] == mujoco.mjtObj.mjOBJ_BODY:
+      _close(f'eq_data[{i}] anchor', ours[:3], theirs[:3])
+    elif t == mujoco.mjtEq.mjEQ_WELD:
+      _close(f'eq_data[{i}] torquescale', ours[10], theirs[10])
+    elif t in (mujoco.mjtEq.mjEQ_JOINT, mujoco.mjtEq.mjEQ_TENDON):
+      _close(f'eq_data[{i}] polycoef', ours[:5], theirs[:5])
+
+
+def test_names(pair):
+  m, mj = pair
+  for kind, count, objtype in (
+    ('body', mj.nbody, mujoco.mjtObj.mjOBJ_BODY),
+    ('joint', mj.njnt, mujoco.mjtObj.mjOBJ_JOINT),
+    ('geom', mj.ngeom, mujoco.mjtObj.mjOBJ_GEOM),
+    ('site', mj.nsite, mujoco.mjtObj.mjOBJ_SITE),
+    ('actuator', mj.nu, mujoco.mjtObj.mjOBJ_ACTUATOR),
+    ('sensor', mj.nsensor, mujoco.mjtObj.mjOBJ_SENSOR),
+    ('tendon', mj.ntendon, mujoco.mjtObj.mjOBJ_TENDON),
+  ):
+    theirs = tuple(mujoco.mj_id2name(mj, objtype, i) or '' for i in range(count))
+    ours = tuple(m.names.get(kind, ()))
+    assert ours == theirs, kind
