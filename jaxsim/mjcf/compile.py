@@ -277,6 +277,8 @@ class _Compiler:
       self.note_unsupported('implicit integrator (option integrator="implicit")')
     attrs.pop('actuatorgroupdisable', None)
     self.opt.update(attrs)
+    if self.opt['density'] > 0 or self.opt['viscosity'] > 0 or (self.opt['wind'] != 0).any():
+      self.note_unsupported('fluid forces (option density/viscosity/wind)')
     for f in e.find('flag'):
       _only(f, set())
       flags = schema.read_attrs(f, schema.FLAG)

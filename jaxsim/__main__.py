@@ -1,0 +1,7 @@
+"""`python -m jaxsim`."""
+
+import sys
+
+from jaxsim.cli import main
+
+sys.exit(main())
