@@ -258,6 +258,9 @@ class _Compiler:
     if 'assetdir' in attrs:
       attrs.setdefault('meshdir', attrs['assetdir'])
       attrs.setdefault('texturedir', attrs['assetdir'])
+    for key in ('fusestatic', 'discardvisual'):
+      if attrs.get(key):
+        raise e.error(f'compiler {key}="true" is not supported by jaxsim yet', attribute=key)
     self.comp.update(attrs)
     for lr in e.find('lengthrange'):
       _only(lr, set())
