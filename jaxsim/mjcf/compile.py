@@ -275,7 +275,7 @@ class _Compiler:
       if attrs.get(key, 1) < 0:
         raise e.error(f'{key} must be non-negative', attribute=key)
     if attrs.get('solver') == 0:
-      raise e.error("solver 'PGS' is not supported by jaxsim; use 'Newton' or 'CG'", 'solver')
+      self.note_unsupported('PGS solver (option solver="PGS"); use Newton or CG')
     if attrs.get('integrator') == 2:
       self.note_unsupported('implicit integrator (option integrator="implicit")')
     attrs.pop('actuatorgroupdisable', None)
@@ -548,7 +548,7 @@ class _Compiler:
   def read_body_children(self, elem: Element, body: dict, cls: str, fpos, fquat):
     """Reads a body's (or frame's) children; `fpos, fquat` is the enclosing frame's pose."""
     allowed = {'body', 'frame', 'inertial', 'joint', 'freejoint', 'geom', 'site', 'camera'}
-    allowed |= {'light'}
+    allowed |= {'light', 'replicate'}
     _only(elem, allowed)
     framed = elem.tag == 'frame'
     for child in elem.children:
@@ -566,6 +566,8 @@ class _Compiler:
         q = frames.resolve_orientation(attrs, self.degree(), self.comp['eulerseq'], child)
         p, q = frames.frame_accum(fpos, fquat, attrs.get('pos', np.zeros(3)), q)
         self.read_body_children(child, body, sub, p, q)
+      elif tag == 'replicate':
+        self.replicate(child, body, cls, fpos, fquat)
       elif tag == 'inertial':
         if framed:
           raise child.error('<inertial> cannot be inside a <frame>')
@@ -606,6 +608,32 @@ class _Compiler:
         attrs['elem'] = child
         attrs['frame'] = (fpos, fquat) if framed else None
         body.setdefault(tag + 's', []).append(attrs)
+
+  def replicate(self, elem: Element, body: dict, cls: str, fpos, fquat):
+    """Expands `<replicate>`: `count` copies, each offset and rotated from the previous one."""
+    attrs = schema.read_attrs(elem, schema.REPLICATE)
+    if 'count' not in attrs:
+      raise elem.error('missing required attribute', attribute='count')
+    count = attrs['count']
+    if count <= 0:
+      raise elem.error('count must be positive', attribute='count')
+    sub = attrs.get('childclass', cls)
+    if sub not in self.defaults.classes:
+      raise elem.error(f'unknown default class {sub!r}', attribute='childclass')
+    offset = attrs.get('offset', np.zeros(3))
+    euler = attrs.get('euler', np.zeros(3))
+    seq = self.comp['eulerseq']
+    step = frames.resolve_orientation({'euler': euler}, self.degree(), seq, elem)
+    pos, quat = np.zeros(3), np.array([1.0, 0, 0, 0])
+    digits = len(str(count))
+    for i in range(count):
+      # The orientation is recomputed from i*euler rather than accumulated, as MuJoCo does.
+      quat = frames.resolve_orientation({'euler': i * euler}, self.degree(), seq, elem)
+      suffix = attrs.get('sep', '') + str(i).rjust(digits, '0')
+      copy_elem = _suffixed(Element('frame', {}, elem.children, elem.file, elem.line), suffix)
+      p, q = frames.frame_accum(fpos, fquat, pos, quat)
+      self.read_body_children(copy_elem, body, sub, p, q)
+      pos, _ = frames.frame_accum(pos, quat, offset, step)
 
   def read_body(self, elem: Element, parent: dict, cls: str, fpos, fquat):
     attrs = schema.read_attrs(elem, schema.BODY)
@@ -1888,6 +1916,13 @@ class _Compiler:
             if len(a[field]) != n:
               raise e.error(f'expected {n} values, got {len(a[field])}', attribute=field)
             k[field] = a[field]
+        # MuJoCo normalises the quaternions of ball and free joints (and mocap bodies).
+        for j in self.joints:
+          if j['type'] in (JNT_FREE, JNT_BALL):
+            adr = j['qposadr'] + (3 if j['type'] == JNT_FREE else 0)
+            k['qpos'][adr : adr + 4] = _normalized(k['qpos'][adr : adr + 4])
+        for i in range(nmocap):
+          k['mquat'][4 * i : 4 * i + 4] = _normalized(k['mquat'][4 * i : 4 * i + 4])
         self.register('key', e, len(keys))
         keys.append(k)
     out['nkey'] = len(keys)
@@ -1932,6 +1967,20 @@ def _read_hfield(elem: Element, raw: bytes, path: str):
   lo, hi = data.min(), data.max()
   data = (data - lo) / (hi - lo) if hi > lo else np.zeros_like(data)
   return data.reshape(nrow, ncol)[::-1].reshape(-1), nrow, ncol
+
+
+def _suffixed(elem: Element, suffix: str) -> Element:
+  """A copy of a body subtree whose element names carry `suffix` (replicate's naming)."""
+  attrs = dict(elem.attrs)
+  if attrs.get('name'):
+    attrs['name'] += suffix
+  kids = [_suffixed(c, suffix) for c in elem.children]
+  return Element(elem.tag, attrs, kids, elem.file, elem.line)
+
+
+def _normalized(q: np.ndarray) -> np.ndarray:
+  n = np.linalg.norm(q)
+  return q / n if n > MINVAL else np.array([1.0, 0, 0, 0])
 
 
 def _stem(path: str) -> str:

@@ -407,6 +407,7 @@ BODY = {
   'user': 'f*',
 }
 FRAME = {'name': 's', 'childclass': 's', 'pos': 'f3', **_ORIENT}
+REPLICATE = {'count': 'i', 'offset': 'f3', 'euler': 'f3', 'sep': 's', 'childclass': 's'}
 INERTIAL = {
   'pos': 'f3',
   'quat': 'f4',
@@ -611,7 +612,6 @@ UNSUPPORTED_ELEMENTS = {
   'plugin': 'engine plugins (<plugin>)',
   'extension': 'engine plugins (<extension>)',
   'attach': 'model attachment (<attach>)',
-  'replicate': 'replicated bodies (<replicate>)',
   'model': 'sub-models (<asset><model>)',
 }
 
