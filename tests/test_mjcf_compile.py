@@ -72,12 +72,14 @@ def test_counts(pair):
 
 
 @pytest.mark.parametrize('field', FIELDS)
-def test_field(pair, field):
+def test_field(pair, field, request):
   m, mj = pair
-  theirs = np.asarray(getattr(mj, field))
-  if field == 'jnt_range':
-    return
-  _close(field, getattr(m, field), theirs)
+  if field in ('jnt_stiffness', 'dof_damping') and np.any(np.asarray(m.jnt_springdamper) != 0):
+    # springdamper turns a time constant and damping ratio into stiffness and damping through
+    # the joint-space inertia at qpos0 (dof_M0), which mj_setConst computes with the dynamics
+    # pipeline; that pass belongs to the smooth-dynamics issue. Strict: it must start failing.
+    request.applymarker(pytest.mark.xfail(strict=True, reason='needs dof_M0 (mj_setConst)'))
+  _close(field, getattr(m, field), getattr(mj, field))
 
 
 def test_quaternions(pair):

@@ -199,7 +199,6 @@ class _Compiler:
     self.assets = {'mesh': [], 'hfield': [], 'material': [], 'texture': [], 'skin': []}
     for e in root.find('asset'):
       self.read_assets(e)
-    self.compile_meshes()
     self.bodies: list[dict] = []
     self.joints: list[dict] = []
     self.geoms: list[dict] = []
@@ -230,6 +229,7 @@ class _Compiler:
         raise w.error('the world body cannot have attributes', attribute=next(iter(w.attrs)))
       self.read_body_children(w, world, 'main', np.zeros(3), np.array([1.0, 0, 0, 0]))
     self.order_tree()
+    self.compile_meshes(self.meshes_needing_hulls(root))
     self.compile_bodies()
     self.contact = root.find('contact')
     self.compile_tendons(root.find('tendon'))
@@ -458,7 +458,20 @@ class _Compiler:
       return filename
     return os.path.normpath(os.path.join(self.dir, base, filename))
 
-  def compile_meshes(self):
+  def meshes_needing_hulls(self, root: Element) -> set[str]:
+    """Names of meshes used by colliding mesh geoms; MuJoCo builds convex hulls only for those."""
+    in_pairs = set()
+    for sec in root.find('contact'):
+      for p in sec.find('pair'):
+        in_pairs.update(p.attrs.get(k) for k in ('geom1', 'geom2'))
+    need = set()
+    for g in self.geoms:
+      if 'mesh' in g and g['type'] == 7:
+        if g['contype'] or g['conaffinity'] or g['elem'].attrs.get('name') in in_pairs:
+          need.add(g['mesh'])
+    return need
+
+  def compile_meshes(self, need_hull: set[str]):
     from jaxsim.mjcf import mesh as meshlib
 
     self.meshes = []
@@ -504,6 +517,7 @@ class _Compiler:
           inertia=inertia_mode,
           maxhullvert=attrs['maxhullvert'],
           name=name,
+          need_hull=name in need_hull,
         )
       except ModelError as err:
         raise elem.error(err.reason) from err
@@ -742,8 +756,10 @@ class _Compiler:
         raise e.error('for mesh geoms, shell inertia is set on the mesh asset', 'shellinertia')
       from jaxsim.mjcf import mesh as meshlib
 
-      info = meshlib.mesh_geom(mesh, typ, g['fitscale'], bool(self.comp['fitaabb']))
-      pos, quat = frames.frame_accum(pos, quat, info['pos'], info['quat'])
+      info = meshlib.mesh_geom(
+        mesh, typ, g['fitscale'], bool(self.comp['fitaabb']), pos=pos, quat=quat, size=size
+      )
+      pos, quat = info['pos'], info['quat']
       size = np.asarray(info['size'], dtype=np.float64)
       if typ == 7:
         g['dataid'] = mid
@@ -1890,6 +1906,15 @@ class _Compiler:
     keys = []
     nq, nv, na, nu, nmocap = out['nq'], out['nv'], out['na'], out['nu'], out['nmocap']
     mocap_bodies = [b for b in self.bodies if b['mocap']]
+    default_key = {
+      'time': 0.0,
+      'qpos': out['qpos0'].copy(),
+      'qvel': np.zeros(nv),
+      'act': np.zeros(na),
+      'ctrl': np.zeros(nu),
+      'mpos': np.array([b['pos'] for b in mocap_bodies]).reshape(nmocap * 3),
+      'mquat': np.array([b['quat'] for b in mocap_bodies]).reshape(nmocap * 4),
+    }
     for sec in sections:
       _only(sec, {'key'})
       for e in sec.children:
@@ -1925,6 +1950,10 @@ class _Compiler:
           k['mquat'][4 * i : 4 * i + 4] = _normalized(k['mquat'][4 * i : 4 * i + 4])
         self.register('key', e, len(keys))
         keys.append(k)
+    nkey = self.size.get('nkey', 0)
+    while len(keys) < nkey:
+      keys.append(copy.deepcopy(default_key))
+      self.name_lists.setdefault('key', []).append('')
     out['nkey'] = len(keys)
     out['key_time'] = np.array([k['time'] for k in keys], dtype=float)
     for field, n in (

@@ -8,7 +8,7 @@ Per-mesh fields that land in MjModel and where they come from here:
   mesh_pos, mesh_quat       -> MeshData.pos, MeshData.quat
   mesh_scale                -> MeshData.scale (the `scale` attribute, copied verbatim)
   mesh_graph                -> MeshData.graph (same layout; hull vertex order may differ, see
-                               `_make_graph`)
+                               `_encode_graph`)
   mesh_vertadr/num, faceadr/num, graphadr -> layout only
 Not computed here: mesh_normal/facenormal (rendering), texcoords, mesh_polygon* and
 mesh_extrema (derived from the hull for collision), bvh and octree data.
@@ -27,10 +27,9 @@ from scipy.spatial import ConvexHull
 
 from jaxsim.errors import ModelError
 
-# MuJoCo's numeric thresholds (mjtype.h mjMINVAL, user_util.h mjEPS, user_util.cc kEigEPS).
+# MuJoCo's numeric thresholds (mjtype.h mjMINVAL, user_util.h mjEPS).
 _MINVAL = 1e-15
 _EPS = 1e-14
-_EIG_EPS = 1e-12
 
 # Geom type codes (mjtGeom).
 GEOM_PLANE = 0
@@ -100,11 +99,11 @@ class MeshData:
 
 
 def read_mesh(
-    data: bytes,
-    filename: str,
-    content_type: str | None = None,
-    *,
-    allow_ascii_stl: bool = False,
+  data: bytes,
+  filename: str,
+  content_type: str | None = None,
+  *,
+  allow_ascii_stl: bool = False,
 ) -> tuple[np.ndarray, np.ndarray | None]:
   """Decode an STL, OBJ or MSH file into (vertices, faces), as mjCMesh::LoadFromResource.
 
@@ -124,7 +123,7 @@ def read_mesh(
   if face is not None and face.size and (face.min() < 0 or face.max() >= len(vert)):
     i = int(np.argmax((face < 0) | (face >= len(vert))))
     raise ModelError(
-        f'in face {i // 3}, vertex index {int(face.flat[i])} does not exist', file=filename
+      f'in face {i // 3}, vertex index {int(face.flat[i])} does not exist', file=filename
     )
   return vert.astype(np.float64), face
 
@@ -143,8 +142,8 @@ def _decode(data: bytes, filename: str, ctype: str, allow_ascii_stl: bool):
   """Pick a decoder plugin like mjp_findDecoder: by content type, then by extension."""
   # Decoders only accept names ending in the lower- or upper-case extension (CanDecode).
   decoders = {
-      _STL_TYPE: (('.stl', '.STL'), lambda: _read_stl(data, filename, allow_ascii_stl)),
-      _OBJ_TYPE: (('.obj', '.OBJ'), lambda: _read_obj(data, filename)),
+    _STL_TYPE: (('.stl', '.STL'), lambda: _read_stl(data, filename, allow_ascii_stl)),
+    _OBJ_TYPE: (('.obj', '.OBJ'), lambda: _read_obj(data, filename)),
   }
   ext = os.path.splitext(filename)[1].lower()
   for key in (ctype, {'.stl': _STL_TYPE, '.obj': _OBJ_TYPE}.get(ext)):
@@ -186,13 +185,13 @@ def _read_stl(data: bytes, filename: str, allow_ascii_stl: bool):
       raise ModelError(f"invalid header in STL file '{filename}'", file=filename)
     elif not 1 <= nfaces <= _STL_MAX_FACES:
       raise ModelError(
-          f'number of faces should be between 1 and {_STL_MAX_FACES} in STL file '
-          f"'{filename}'; perhaps this is an ASCII file?",
-          file=filename,
+        f'number of faces should be between 1 and {_STL_MAX_FACES} in STL file '
+        f"'{filename}'; perhaps this is an ASCII file?",
+        file=filename,
       )
     else:
       raise ModelError(
-          f"STL file '{filename}' has wrong size; perhaps this is an ASCII file?", file=filename
+        f"STL file '{filename}' has wrong size; perhaps this is an ASCII file?", file=filename
       )
   else:
     rec = np.dtype([('normal', '<f4', 3), ('vert', '<f4', (3, 3)), ('attr', '<u2')])
@@ -214,7 +213,10 @@ def _parse_ascii_stl(data: bytes, filename: str) -> np.ndarray:
   """Parse ASCII STL facets into (3*nface, 3) float32 corners (MuJoCo itself rejects ASCII)."""
   tokens = data.decode('latin-1').split()
   corners = []
-  i = 2 if len(tokens) > 1 and tokens[1] != 'facet' else 1
+  # Skip 'solid' and its (possibly multi-word) name.
+  i = 1
+  while i < len(tokens) and tokens[i] not in ('facet', 'endsolid'):
+    i += 1
   try:
     while i < len(tokens) and tokens[i] == 'facet':
       if tokens[i + 1] != 'normal' or tokens[i + 5 : i + 7] != ['outer', 'loop']:
@@ -474,10 +476,10 @@ def _read_obj(data: bytes, filename: str):
 
   def fail(kind: str, lineno: int):
     raise ModelError(
-        f"obj_decoder: could not parse OBJ file '{filename}': failed to parse '{kind}' line "
-        f'(zero or invalid relative vertex index)',
-        file=filename,
-        line=lineno,
+      f"obj_decoder: could not parse OBJ file '{filename}': failed to parse '{kind}' line "
+      f'(zero or invalid relative vertex index)',
+      file=filename,
+      line=lineno,
     )
 
   for lineno, line in enumerate(re.split(r'\r\n|\r|\n', text), 1):
@@ -561,36 +563,36 @@ def _quat2mat(q: Sequence[float]) -> list[float]:
   q11, q12, q13 = q[1] * q[1], q[1] * q[2], q[1] * q[3]
   q22, q23, q33 = q[2] * q[2], q[2] * q[3], q[3] * q[3]
   return [
-      q00 + q11 - q22 - q33,
-      2 * (q12 - q03),
-      2 * (q13 + q02),
-      2 * (q12 + q03),
-      q00 - q11 + q22 - q33,
-      2 * (q23 - q01),
-      2 * (q13 - q02),
-      2 * (q23 + q01),
-      q00 - q11 - q22 + q33,
+    q00 + q11 - q22 - q33,
+    2 * (q12 - q03),
+    2 * (q13 + q02),
+    2 * (q12 + q03),
+    q00 - q11 + q22 - q33,
+    2 * (q23 - q01),
+    2 * (q13 - q02),
+    2 * (q23 + q01),
+    q00 - q11 - q22 + q33,
   ]
 
 
 def _mulquat(a: Sequence[float], b: Sequence[float]) -> list[float]:
   """Quaternion product a*b, normalised (mjuu_mulquat)."""
   return _normvec(
-      [
-          a[0] * b[0] - a[1] * b[1] - a[2] * b[2] - a[3] * b[3],
-          a[0] * b[1] + a[1] * b[0] + a[2] * b[3] - a[3] * b[2],
-          a[0] * b[2] - a[1] * b[3] + a[2] * b[0] + a[3] * b[1],
-          a[0] * b[3] + a[1] * b[2] - a[2] * b[1] + a[3] * b[0],
-      ]
+    [
+      a[0] * b[0] - a[1] * b[1] - a[2] * b[2] - a[3] * b[3],
+      a[0] * b[1] + a[1] * b[0] + a[2] * b[3] - a[3] * b[2],
+      a[0] * b[2] - a[1] * b[3] + a[2] * b[0] + a[3] * b[1],
+      a[0] * b[3] + a[1] * b[2] - a[2] * b[1] + a[3] * b[0],
+    ]
   )
 
 
 def _mulmat(a: Sequence[float], b: Sequence[float]) -> list[float]:
   """3x3 row-major product (mjuu_mulmat)."""
   return [
-      a[3 * i] * b[j] + a[3 * i + 1] * b[3 + j] + a[3 * i + 2] * b[6 + j]
-      for i in range(3)
-      for j in range(3)
+    a[3 * i] * b[j] + a[3 * i + 1] * b[3 + j] + a[3 * i + 2] * b[6 + j]
+    for i in range(3)
+    for j in range(3)
   ]
 
 
@@ -601,19 +603,28 @@ def _rot_vec_quat(vec: Sequence[float], q: Sequence[float]) -> list[float]:
   if q[0] == 1 and q[1] == 0 and q[2] == 0 and q[3] == 0:
     return list(vec)
   t = [
-      q[0] * vec[0] + q[2] * vec[2] - q[3] * vec[1],
-      q[0] * vec[1] + q[3] * vec[0] - q[1] * vec[2],
-      q[0] * vec[2] + q[1] * vec[1] - q[2] * vec[0],
+    q[0] * vec[0] + q[2] * vec[2] - q[3] * vec[1],
+    q[0] * vec[1] + q[3] * vec[0] - q[1] * vec[2],
+    q[0] * vec[2] + q[1] * vec[1] - q[2] * vec[0],
   ]
   return [
-      vec[0] + 2 * (q[2] * t[2] - q[3] * t[1]),
-      vec[1] + 2 * (q[3] * t[0] - q[1] * t[2]),
-      vec[2] + 2 * (q[1] * t[1] - q[2] * t[0]),
+    vec[0] + 2 * (q[2] * t[2] - q[3] * t[1]),
+    vec[1] + 2 * (q[3] * t[0] - q[1] * t[2]),
+    vec[2] + 2 * (q[1] * t[1] - q[2] * t[0]),
   ]
 
 
-def _eig3(mat: Sequence[float]) -> tuple[list[float], list[float]]:
-  """Eigenvalues (decreasing) and the quaternion of the eigenvectors, by Jacobi (mjuu_eig3)."""
+def _eig3(mat: Sequence[float], tol: float) -> tuple[list[float], list[float]]:
+  """Eigenvalues (decreasing) and eigenvector quaternion by Jacobi rotations (mjuu_eig3).
+
+  MuJoCo 4's version takes a relative tolerance: iteration stops once the largest off-diagonal
+  entry is within max(4e-15, tol) * max|mat|, and eigenvalues closer than max(1e-12, tol) *
+  max|mat| are not reordered. Each rotation is built from the half-angle tangent.
+  """
+  maxabs = 0.0
+  for x in mat:
+    maxabs = max(abs(x), maxabs)
+  stop = max(4e-15, tol) * maxabs
   quat = [1.0, 0.0, 0.0, 0.0]
   eigval = [0.0, 0.0, 0.0]
   for _ in range(500):
@@ -628,29 +639,23 @@ def _eig3(mat: Sequence[float]) -> tuple[list[float], list[float]]:
       rk, ck, rotk = 0, 2, 1
     else:
       rk, ck, rotk = 1, 2, 0
-    if abs(d[3 * rk + ck]) < _EIG_EPS:
+    off = d[3 * rk + ck]
+    if abs(off) <= stop:
       break
-    # 2x2 symmetric Schur decomposition of the largest off-diagonal entry.
-    tau = (d[4 * ck] - d[4 * rk]) / (2 * d[3 * rk + ck])
-    if tau >= 0:
-      t = 1.0 / (tau + math.sqrt(1 + tau * tau))
-    else:
-      t = -1.0 / (-tau + math.sqrt(1 + tau * tau))
-    c = 1.0 / math.sqrt(1 + t * t)
-    if c > 1.0 - _EIG_EPS:
-      break
-    step = [0.0, 0.0, 0.0, 0.0]
-    s = math.sqrt(0.5 - 0.5 * c)
-    step[rotk + 1] = -s if tau >= 0 else s
-    if rotk == 1:
-      step[rotk + 1] = -step[rotk + 1]
-    step[0] = math.sqrt(1.0 - step[rotk + 1] * step[rotk + 1])
-    step = _normvec(step)
+    # 2x2 symmetric Schur decomposition: t = tan(angle), h = tan(angle / 2).
+    tau = (d[4 * ck] - d[4 * rk]) / (off + off)
+    root = math.sqrt(1 + tau * tau)
+    t = 1.0 / (tau + root) if tau >= 0 else -1.0 / (root - tau)
+    h = t / (1 + math.sqrt(1 + t * t))
+    ch = 1 / math.sqrt(1 + h * h)
+    step = [ch, 0.0, 0.0, 0.0]
+    step[rotk + 1] = (h if rotk == 1 else -h) * ch
     quat = _normvec(_mulquat(quat, step))
   # Bubble sort into decreasing order (pairs 0-1, 1-2, 0-1), rotating the frame along.
+  gap = max(1e-12, tol) * maxabs
   for j in range(3):
     j1 = j % 2
-    if eigval[j1] + _EIG_EPS < eigval[j1 + 1]:
+    if eigval[j1] + gap < eigval[j1 + 1]:
       eigval[j1], eigval[j1 + 1] = eigval[j1 + 1], eigval[j1]
       step = [0.707106781186548, 0.0, 0.0, 0.0]
       step[(j1 + 2) % 3 + 1] = step[0]
@@ -673,12 +678,12 @@ def _triangles(v: np.ndarray, face: np.ndarray):
   b = p2 - p1
   c = p3 - p1
   n = np.stack(
-      [
-          b[:, 1] * c[:, 2] - b[:, 2] * c[:, 1],
-          b[:, 2] * c[:, 0] - b[:, 0] * c[:, 2],
-          b[:, 0] * c[:, 1] - b[:, 1] * c[:, 0],
-      ],
-      axis=1,
+    [
+      b[:, 1] * c[:, 2] - b[:, 2] * c[:, 1],
+      b[:, 2] * c[:, 0] - b[:, 0] * c[:, 2],
+      b[:, 0] * c[:, 1] - b[:, 1] * c[:, 0],
+    ],
+    axis=1,
   )
   length = np.sqrt(n[:, 0] * n[:, 0] + n[:, 1] * n[:, 1] + n[:, 2] * n[:, 2])
   small = length < _MINVAL
@@ -698,24 +703,23 @@ def _seqsum(x: np.ndarray) -> float:
 
 
 def compile_mesh(
-    vert: np.ndarray,
-    face: np.ndarray | None,
-    *,
-    scale: Sequence[float] = (1.0, 1.0, 1.0),
-    refpos: Sequence[float] = (0.0, 0.0, 0.0),
-    refquat: Sequence[float] = (1.0, 0.0, 0.0, 0.0),
-    inertia: str = DEFAULT_INERTIA,
-    maxhullvert: int = -1,
-    name: str | None = None,
-    need_hull: bool = True,
-    from_msh: bool = False,
+  vert: np.ndarray,
+  face: np.ndarray | None,
+  *,
+  scale: Sequence[float] = (1.0, 1.0, 1.0),
+  refpos: Sequence[float] = (0.0, 0.0, 0.0),
+  refquat: Sequence[float] = (1.0, 0.0, 0.0, 0.0),
+  inertia: str = DEFAULT_INERTIA,
+  maxhullvert: int = -1,
+  name: str | None = None,
+  need_hull: bool = True,
 ) -> MeshData:
   """Process a mesh into its compiled form, as mjCMesh::Compile / mjCMesh::Process.
 
   `need_hull` says whether MuJoCo would build the convex hull (some mesh geom referencing it has
   nonzero contype/conaffinity or is in an explicit pair); it is built regardless when the mesh has
-  no faces or inertia='convex'. `from_msh` reproduces LoadMSH, which already flips the winding for
-  a left-handed scale so that Process's own flip cancels it.
+  no faces or inertia='convex'. A left-handed scale (negative product) reverses the winding of the
+  faces and of the hull faces, so that they stay outward after mirroring.
   """
   label = name if name is not None else ''
   if inertia not in INERTIA_MODES:
@@ -735,8 +739,6 @@ def compile_mesh(
     raise _err(f'in face {i // 3}, vertex index {int(f.flat[i])} does not exist')
   scale = [float(s) for s in scale]
   righthand = scale[0] * scale[1] * scale[2] > 0
-  if from_msh and not righthand and f.size:
-    f = f[:, [0, 2, 1]]
   dvert = v32.astype(np.float64)
 
   # Flipped faces show up as a directed edge used twice; only 'exact' refuses them.
@@ -749,20 +751,22 @@ def compile_mesh(
     if dup.size:
       a, b = edges[dup[0]]
       raise _err(
-          f"faces of mesh '{label}' have inconsistent orientation. Please check the faces "
-          f'containing the vertices {a + 1} and {b + 1}.'
+        f"faces of mesh '{label}' have inconsistent orientation. Please check the faces "
+        f'containing the vertices {a + 1} and {b + 1}.'
       )
 
   # The hull is built from the untransformed vertices, before scaling and re-orientation.
-  hull_vert = hull_face = graph = None
+  hull_vert = hull_face = hull_tri = graph = None
   if need_hull or not f.size or inertia == 'convex':
-    hull_vert, hull_face, graph = _make_graph(dvert, maxhullvert, label)
+    hull_vert, hull_face, hull_tri = _make_hull(dvert, maxhullvert, label)
   if not f.size:
-    if hull_face is None:
-      raise _err('no faces and no convex hull')
     f = hull_face.copy()
   if not righthand:
     f = f[:, [0, 2, 1]]
+    if hull_face is not None:
+      hull_face = hull_face[:, [0, 2, 1]]
+  if hull_face is not None:
+    graph = _encode_graph(hull_vert, hull_face, hull_tri, nv)
 
   dvert = _apply_transformations(dvert, refpos, refquat, scale)
 
@@ -770,10 +774,9 @@ def compile_mesh(
   _, center, area = _triangles(dvert, f)
   total_area = _seqsum(area)
   facecen = np.array([_seqsum(area * center[:, k]) for k in range(3)])
-  if total_area >= _MINVAL:
-    facecen = facecen / total_area
   if total_area < _MINVAL:
     raise _err(f'mesh surface area is too small: {label}')
+  facecen = facecen / total_area
 
   mass_faces = hull_face if inertia == 'convex' else f
   if inertia == 'shell':
@@ -789,52 +792,53 @@ def compile_mesh(
 
   inert, size = _inertia(dvert, mass_faces, com, inertia)
   full = [inert[0], inert[3], inert[4], inert[3], inert[1], inert[5], inert[4], inert[5], inert[2]]
-  eigval, quat = _eig3(full)
+  # Principal axes only to float32 vertex accuracy (Process passes a relative 1e-7).
+  eigval, quat = _eig3(full, 1e-7)
   if eigval[2] <= 0:
     raise _err(f'eigenvalue of mesh inertia must be positive: {label}')
   atol, rtol = 1e-9, 1e-6
   e0, e1, e2 = eigval
   if (
-      e0 + e1 < e2 * (1.0 - rtol) - atol
-      or e0 + e2 < e1 * (1.0 - rtol) - atol
-      or e1 + e2 < e0 * (1.0 - rtol) - atol
+    e0 + e1 < e2 * (1.0 - rtol) - atol
+    or e0 + e2 < e1 * (1.0 - rtol) - atol
+    or e1 + e2 < e0 * (1.0 - rtol) - atol
   ):
     raise _err(f'eigenvalues of mesh inertia violate A + B >= C: {label}')
   boxsz = np.array(
-      [
-          0.5 * math.sqrt(6 * (e1 + e2 - e0) / size),
-          0.5 * math.sqrt(6 * (e0 + e2 - e1) / size),
-          0.5 * math.sqrt(6 * (e0 + e1 - e2) / size),
-      ]
+    [
+      0.5 * math.sqrt(6 * (e1 + e2 - e0) / size),
+      0.5 * math.sqrt(6 * (e0 + e2 - e1) / size),
+      0.5 * math.sqrt(6 * (e0 + e1 - e2) / size),
+    ]
   )
 
   # Move the CoM to the origin and rotate into the principal frame.
   dvert = dvert - np.asarray(com)
   rot = _quat2mat([quat[0], -quat[1], -quat[2], -quat[3]])
   dvert = np.stack(
-      [
-          rot[3 * i] * dvert[:, 0] + rot[3 * i + 1] * dvert[:, 1] + rot[3 * i + 2] * dvert[:, 2]
-          for i in range(3)
-      ],
-      axis=1,
+    [
+      rot[3 * i] * dvert[:, 0] + rot[3 * i + 1] * dvert[:, 1] + rot[3 * i + 2] * dvert[:, 2]
+      for i in range(3)
+    ],
+    axis=1,
   )
   aamm = np.concatenate([np.minimum(dvert.min(axis=0), 1e10), np.maximum(dvert.max(axis=0), -1e10)])
 
   return MeshData(
-      name=name,
-      vert=dvert.astype(np.float32),
-      face=np.ascontiguousarray(f, np.int32),
-      pos=np.array(com, np.float64),
-      quat=np.array(quat, np.float64),
-      scale=np.array(scale, np.float64),
-      inertia_mode=inertia,
-      volume=float(size),
-      inertia=_box_inertia(boxsz) * size,
-      boxsz=boxsz,
-      aamm=aamm,
-      hull_vert=hull_vert,
-      hull_face=hull_face,
-      graph=graph,
+    name=name,
+    vert=dvert.astype(np.float32),
+    face=np.ascontiguousarray(f, np.int32),
+    pos=np.array(com, np.float64),
+    quat=np.array(quat, np.float64),
+    scale=np.array(scale, np.float64),
+    inertia_mode=inertia,
+    volume=float(size),
+    inertia=_box_inertia(boxsz) * size,
+    boxsz=boxsz,
+    aamm=aamm,
+    hull_vert=hull_vert,
+    hull_face=hull_face,
+    graph=graph,
   )
 
 
@@ -892,13 +896,13 @@ def _inertia(dvert, face, com, mode: str) -> tuple[list[float], float]:
   prods = []
   for a, b in ((0, 0), (1, 1), (2, 2), (0, 1), (0, 2), (1, 2)):
     term = (
-        2 * (d[:, a] * d[:, b] + e[:, a] * e[:, b] + f[:, a] * f[:, b])
-        + d[:, a] * e[:, b]
-        + d[:, b] * e[:, a]
-        + d[:, a] * f[:, b]
-        + d[:, b] * f[:, a]
-        + e[:, a] * f[:, b]
-        + e[:, b] * f[:, a]
+      2 * (d[:, a] * d[:, b] + e[:, a] * e[:, b] + f[:, a] * f[:, b])
+      + d[:, a] * e[:, b]
+      + d[:, b] * e[:, a]
+      + d[:, a] * f[:, b]
+      + d[:, b] * f[:, a]
+      + e[:, a] * f[:, b]
+      + e[:, b] * f[:, a]
     )
     prods.append(_seqsum(weight * term))
   p = prods
@@ -909,21 +913,20 @@ def _box_inertia(boxsz: np.ndarray) -> np.ndarray:
   """Per-unit-mass inertia of the equivalent box, as mjCGeom::SetInertia for mesh geoms."""
   b = boxsz
   return np.array(
-      [
-          (b[1] * b[1] + b[2] * b[2]) / 3,
-          (b[0] * b[0] + b[2] * b[2]) / 3,
-          (b[0] * b[0] + b[1] * b[1]) / 3,
-      ]
+    [
+      (b[1] * b[1] + b[2] * b[2]) / 3,
+      (b[0] * b[0] + b[2] * b[2]) / 3,
+      (b[0] * b[0] + b[1] * b[1]) / 3,
+    ]
   )
 
 
-def _make_graph(dvert: np.ndarray, maxhullvert: int, label: str):
-  """Convex hull and its mesh_graph encoding, as mjCMesh::MakeGraph (qhull via scipy).
+def _make_hull(dvert: np.ndarray, maxhullvert: int, label: str):
+  """Convex hull of the source vertices, as mjCMesh::MakeGraph (qhull via scipy).
 
-  The hull faces match MuJoCo's in order and winding (scipy runs the same qhull facet walk).
-  The hull vertices are listed by increasing point id, whereas MuJoCo lists them in qhull's
-  internal vertex order, which scipy does not expose; so vert_edgeadr/vert_globalid and the
-  local ids in edge_localid are a permutation of MuJoCo's, while the face block is identical.
+  Returns the hull point ids (increasing), the outward faces and qhull's own vertex order of
+  each facet. The faces match MuJoCo's in order and winding (scipy runs the same qhull facet
+  walk with the same options).
   """
   nv = len(dvert)
   # Degenerate point sets: qhull would fail, MuJoCo reports them first.
@@ -931,8 +934,8 @@ def _make_graph(dvert: np.ndarray, maxhullvert: int, label: str):
   far = np.flatnonzero(dist > _MINVAL)
   if not far.size:
     raise _err(
-        f"mesh '{label}' has colocated vertices, cannot compute convex hull. Consider using a "
-        'small sphere instead'
+      f"mesh '{label}' has colocated vertices, cannot compute convex hull. Consider using a "
+      'small sphere instead'
     )
   v1 = int(far[0]) + 1
   len1 = float(dist[v1 - 1])
@@ -952,13 +955,13 @@ def _make_graph(dvert: np.ndarray, maxhullvert: int, label: str):
       break
   if normal is None:
     raise _err(
-        f"mesh '{label}' has collinear vertices, cannot compute convex hull. Consider using a "
-        'thin capsule instead'
+      f"mesh '{label}' has collinear vertices, cannot compute convex hull. Consider using a "
+      'thin capsule instead'
     )
   if (np.abs(dvert @ normal - float(normal @ dvert[0])) <= _MINVAL * len1).all():
     raise _err(
-        f"mesh '{label}' has coplanar vertices, cannot compute convex hull. Consider using a "
-        'primitive geom type (plane or thin box) instead'
+      f"mesh '{label}' has coplanar vertices, cannot compute convex hull. Consider using a "
+      'primitive geom type (plane or thin box) instead'
     )
 
   options = 'Qt'
@@ -979,12 +982,22 @@ def _make_graph(dvert: np.ndarray, maxhullvert: int, label: str):
   faces = simplices.copy()
   faces[flip, 0], faces[flip, 1] = simplices[flip, 1], simplices[flip, 0]
 
-  hull_vert = np.unique(simplices).astype(np.int32)
+  return np.unique(simplices).astype(np.int32), faces, simplices
+
+
+def _encode_graph(hull_vert, hull_face, hull_tri, nv: int) -> np.ndarray:
+  """Pack the hull as mjModel.mesh_graph: numvert, numface, vert_edgeadr, vert_globalid,
+  edge_localid (neighbours of each vertex, -1 terminated) and face_globalid.
+
+  MuJoCo lists the hull vertices in qhull's internal vertex order, which scipy does not expose;
+  here they are by increasing point id. So vert_edgeadr, vert_globalid and the local ids in
+  edge_localid are a permutation of MuJoCo's; the face block is identical.
+  """
   local = np.full(nv, -1, np.int64)
   local[hull_vert] = np.arange(len(hull_vert))
-  # Per vertex: its neighbours in the order of the incident facets and their vertex lists.
+  # Neighbours in the order of the incident facets and of each facet's qhull vertex list.
   incident: list[list[int]] = [[] for _ in range(len(hull_vert))]
-  for fi, tri in enumerate(simplices):
+  for fi, tri in enumerate(hull_tri):
     for gid in tri:
       incident[local[gid]].append(fi)
   edgeadr = []
@@ -993,21 +1006,13 @@ def _make_graph(dvert: np.ndarray, maxhullvert: int, label: str):
     edgeadr.append(len(edges))
     seen: list[int] = []
     for fi in incident[k]:
-      for other in simplices[fi]:
+      for other in hull_tri[fi]:
         if other != gid and local[other] not in seen:
           seen.append(int(local[other]))
     edges.extend(seen)
     edges.append(-1)
-  graph = np.concatenate(
-      [
-          [len(hull_vert), len(faces)],
-          edgeadr,
-          hull_vert,
-          edges,
-          faces.reshape(-1),
-      ]
-  ).astype(np.int32)
-  return hull_vert, faces, graph
+  parts = [[len(hull_vert), len(hull_face)], edgeadr, hull_vert, edges, hull_face.reshape(-1)]
+  return np.concatenate(parts).astype(np.int32)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -1083,14 +1088,14 @@ def _primitive_inertia(geom_type: int, size: np.ndarray) -> tuple[float, np.ndar
 
 
 def mesh_geom(
-    mesh: MeshData,
-    geom_type: int,
-    fitscale: float = 1.0,
-    fitaabb: bool = False,
-    *,
-    pos: Sequence[float] = (0.0, 0.0, 0.0),
-    quat: Sequence[float] = (1.0, 0.0, 0.0, 0.0),
-    size: Sequence[float] = (0.0, 0.0, 0.0),
+  mesh: MeshData,
+  geom_type: int,
+  fitscale: float = 1.0,
+  fitaabb: bool = False,
+  *,
+  pos: Sequence[float] = (0.0, 0.0, 0.0),
+  quat: Sequence[float] = (1.0, 0.0, 0.0, 0.0),
+  size: Sequence[float] = (0.0, 0.0, 0.0),
 ) -> dict:
   """What a geom with mesh=... gets from the mesh, as the mesh branch of mjCGeom::Compile.
 
@@ -1103,6 +1108,8 @@ def mesh_geom(
     volume, inertia: volume (surface area for a shell mesh) and unit-density principal moments
       in the geom frame; a fitted primitive gets the solid-primitive values, since MuJoCo drops
       the mesh reference and computes mass like any primitive (shell typeinertia not covered);
+    box: for mesh geoms the equivalent-inertia box half-sizes, from which MuJoCo sets the geom
+      inertia as mass * (b1^2 + b2^2) / 3 etc. (mjCGeom::SetInertia); None otherwise;
     aabb, rbound: geom_aabb and geom_rbound for mesh geoms (None for fitted primitives, which
       get the primitive ones).
   """
@@ -1121,9 +1128,9 @@ def mesh_geom(
   gquat = _normvec([float(x) for x in quat])
   rot = _quat2mat(gquat)
   gpos = [
-      float(pos[i])
-      + (rot[3 * i] * offset[0] + rot[3 * i + 1] * offset[1] + rot[3 * i + 2] * offset[2])
-      for i in range(3)
+    float(pos[i])
+    + (rot[3 * i] * offset[0] + rot[3 * i + 1] * offset[1] + rot[3 * i + 2] * offset[2])
+    for i in range(3)
   ]
   gquat = _mulquat(gquat, mq)
 
@@ -1135,19 +1142,20 @@ def mesh_geom(
     inertia = mesh.inertia
     aabb = mesh.aabb
     rbound = math.sqrt(
-        size_arr[0] * size_arr[0] + size_arr[1] * size_arr[1] + size_arr[2] * size_arr[2]
+      size_arr[0] * size_arr[0] + size_arr[1] * size_arr[1] + size_arr[2] * size_arr[2]
     )
   else:
     volume, inertia = _primitive_inertia(geom_type, size_arr)
   return {
-      'pos': np.array(gpos),
-      'quat': np.array(gquat),
-      'offset_pos': np.array(offset),
-      'offset_quat': np.array(mq),
-      'size': size_arr,
-      'keeps_mesh': keeps_mesh,
-      'volume': float(volume),
-      'inertia': np.array(inertia, np.float64),
-      'aabb': aabb,
-      'rbound': rbound,
+    'pos': np.array(gpos),
+    'quat': np.array(gquat),
+    'offset_pos': np.array(offset),
+    'offset_quat': np.array(mq),
+    'size': size_arr,
+    'keeps_mesh': keeps_mesh,
+    'volume': float(volume),
+    'inertia': np.array(inertia, np.float64),
+    'box': mesh.boxsz.copy() if keeps_mesh else None,
+    'aabb': aabb,
+    'rbound': rbound,
   }
