@@ -520,7 +520,7 @@ class _Compiler:
           need_hull=name in need_hull,
         )
       except ModelError as err:
-        raise elem.error(err.reason) from err
+        raise elem.error(err.reason, attribute='file' if 'file' in attrs else 'vertex') from err
       self.meshes.append(md)
     self.compile_hfields()
 
@@ -807,7 +807,9 @@ class _Compiler:
       else:
         mass = density * volume
       if mass < 0 or density < 0:
-        raise e.error('mass, inertia or density are negative', attribute='mass')
+        raise e.error(
+          'mass, inertia or density are negative', attribute='mass' if 'mass' in g else 'density'
+        )
       g['mass_c'] = mass
       if mass_nonzero := mass != 0:
         del mass_nonzero
@@ -835,6 +837,10 @@ class _Compiler:
         ie = ia['elem']
         ipos = ia['pos']
         mass = ia['mass']
+        if mass < 0:
+          raise ie.error('mass and inertia cannot be negative', attribute='mass')
+        if 'diaginertia' in ia and (ia['diaginertia'] < 0).any():
+          raise ie.error('mass and inertia cannot be negative', attribute='diaginertia')
         if 'fullinertia' in ia:
           if any(k in ia for k in frames.ORIENTATIONS):
             raise ie.error(
@@ -991,9 +997,11 @@ class _Compiler:
           b['mass'] *= scale
           b['inertia'] = b['inertia'] * scale
     for b in self.bodies[1:]:
-      if b['dofnum'] and (b['mass'] < MINVAL or (b['inertia'] < MINVAL).any()):
-        # A moving body needs mass unless it is an intermediate body of a chain with mass below
-        pass
+      if b['joints'] and not _has_mass(b):
+        raise b['elem'].error(
+          'mass and inertia of moving bodies must be larger than 1e-15 (in the body or a '
+          'static child welded to it)'
+        )
     self.build_body_arrays()
 
   def compile_site(self, s: dict):
@@ -1996,6 +2004,13 @@ def _read_hfield(elem: Element, raw: bytes, path: str):
   lo, hi = data.min(), data.max()
   data = (data - lo) / (hi - lo) if hi > lo else np.zeros_like(data)
   return data.reshape(nrow, ncol)[::-1].reshape(-1), nrow, ncol
+
+
+def _has_mass(b: dict) -> bool:
+  """Mass and inertia above MINVAL in the body or a jointless descendant (CheckBodyMassInertia)."""
+  if b['mass'] >= MINVAL and (np.asarray(b['inertia']) >= MINVAL).all():
+    return True
+  return any(_has_mass(c) for c in b['children'] if not c['joints'])
 
 
 def _suffixed(elem: Element, suffix: str) -> Element:
