@@ -28,7 +28,7 @@ def info(model: jaxsim.Model, path: str) -> str:
     f'options  timestep={float(opt.timestep):g}  integrator={_INTEGRATORS[opt.integrator]}  '
     f'solver={_SOLVERS.get(opt.solver, opt.solver)}  iterations={opt.iterations}  '
     f'ls_iterations={opt.ls_iterations}  cone={_CONES[opt.cone]}  '
-    f'gravity={np.asarray(opt.gravity).tolist()}'
+    f'gravity={[float(f"{g:.6g}") for g in np.asarray(opt.gravity)]}'
   )
   lines.append(f'flags    disabled={disabled or "none"}  enabled={enabled or "none"}')
   unsupported = list(model.unsupported)

@@ -30,7 +30,6 @@ def test_info_reports_model_errors(tmp_path):
 
 
 def test_info_on_bundled_model():
-  path = os.path.join(MODELS, 'pendulum.xml')
-  if os.path.exists(path):
-    r = _run('info', path)
-    assert r.returncode == 0, r.stderr
+  r = _run('info', os.path.join(MODELS, 'pendulum.xml'))
+  assert r.returncode == 0, r.stderr
+  assert 'nq=1' in r.stdout
