@@ -1615,7 +1615,8 @@ class _Compiler:
         if e.tag == 'pair':
           cls = self.cls_of(e, 'main')
           base = self.defaults.get(cls, 'pair', e)
-          attrs = schema.read_attrs(e, schema.PAIR, {})
+          # MuJoCo 4 gives unspecified pair parameters the pair defaults (no geom mixing).
+          attrs = schema.read_attrs(e, schema.PAIR, base)
           for req in ('geom1', 'geom2'):
             if req not in attrs:
               raise e.error('missing required attribute', attribute=req)
@@ -1623,8 +1624,10 @@ class _Compiler:
           g2 = self.lookup('geom', e, 'geom2')
           if self.geoms[g1]['body'] > self.geoms[g2]['body']:
             g1, g2 = g2, g1
-          p = self.mix_pair(e, attrs, base, g1, g2)
-          p['elem'] = e
+          if attrs['condim'] not in (1, 3, 4, 6):
+            raise e.error(f'condim must be 1, 3, 4 or 6, got {attrs["condim"]}', 'condim')
+          b1, b2 = self.geoms[g1]['body'], self.geoms[g2]['body']
+          p = {**attrs, 'geom1': g1, 'geom2': g2, 'signature': (b1 << 16) + b2, 'elem': e}
           pairs.append(p)
         else:
           attrs = schema.read_attrs(e, schema.EXCLUDE)
@@ -1655,55 +1658,6 @@ class _Compiler:
     out['pair_margin'] = np.array([p['margin'] for p in pairs], dtype=float)
     out['pair_gap'] = np.array([p['gap'] for p in pairs], dtype=float)
     out['exclude_signature'] = np.array(excludes, dtype=int)
-
-  def mix_pair(self, e: Element, attrs: dict, base: dict, g1: int, g2: int) -> dict:
-    """Pair parameters: given ones from the element or its class, the rest mixed (mjCPair)."""
-    # A class value counts as given only when the class element set it explicitly.
-    cls = self.cls_of(e, 'main')
-    class_given = {}
-    c = cls
-    while True:
-      de = self.defaults.elements.get(c)
-      if de is not None:
-        for child in de.find('pair'):
-          for k in child.attrs:
-            class_given.setdefault(k, base[k])
-      if c == 'main' or de is None:
-        break
-      c = _parent_class(self.defaults, c)
-    given = {**{k: v for k, v in class_given.items()}, **attrs}
-    ga, gb = self.geoms[g1], self.geoms[g2]
-    p = {'geom1': g1, 'geom2': g2}
-    b1, b2 = ga['body'], gb['body']
-    p['signature'] = (b1 << 16) + b2
-    p['margin'] = given.get('margin', max(ga['margin'], gb['margin']))
-    p['gap'] = given.get('gap', max(ga['gap'], gb['gap']))
-    cd = given.get('condim', -1)
-    if cd not in (-1, 1, 3, 4, 6):
-      raise e.error(f'condim must be 1, 3, 4 or 6, got {cd}', attribute='condim')
-    if ga['priority'] != gb['priority']:
-      ph = ga if ga['priority'] > gb['priority'] else gb
-      p['condim'] = cd if cd >= 0 else ph['condim']
-      f = ph['friction']
-      p['friction'] = _full_friction(given, f)
-      p['solref'] = _full(given, 'solref', ph['solref'], 2)
-      p['solimp'] = _full(given, 'solimp', ph['solimp'], 5)
-    else:
-      p['condim'] = cd if cd >= 0 else max(ga['condim'], gb['condim'])
-      f = np.maximum(ga['friction'], gb['friction'])
-      p['friction'] = _full_friction(given, f)
-      # MuJoCo takes the elementwise minimum here (its mixing branch tests an undefined value).
-      p['solref'] = _full(given, 'solref', np.minimum(ga['solref'], gb['solref']), 2)
-      s1, s2 = ga['solmix'], gb['solmix']
-      if s1 >= EPS and s2 >= EPS:
-        mix = s1 / (s1 + s2)
-      elif s1 < EPS and s2 < EPS:
-        mix = 0.5
-      else:
-        mix = 0.0 if s1 < EPS else 1.0
-      p['solimp'] = _full(given, 'solimp', mix * ga['solimp'] + (1 - mix) * gb['solimp'], 5)
-    p['solreffriction'] = _full(given, 'solreffriction', np.zeros(2), 2)
-    return p
 
   # ---------------------------------------------------------------- sensors
 
@@ -2046,31 +2000,6 @@ def _rows(items, width: int) -> np.ndarray:
 
 def _has_sd(j: dict) -> bool:
   return 'springdamper' in j and bool((np.asarray(j['springdamper']) != 0).any())
-
-
-def _full(given: dict, key: str, fallback: np.ndarray, n: int) -> np.ndarray:
-  if key not in given:
-    return np.asarray(fallback, dtype=float)
-  v = np.asarray(given[key], dtype=float)
-  out = np.asarray(fallback, dtype=float).copy() if len(v) < n else v
-  out[: len(v)] = v
-  return out
-
-
-def _full_friction(given: dict, f: np.ndarray) -> np.ndarray:
-  if 'friction' in given:
-    v = np.asarray(given['friction'], dtype=float)
-    base = np.array([1, 1, 0.005, 0.0001, 0.0001])
-    base[: len(v)] = v
-    return base
-  return np.array([f[0], f[0], f[1], f[2], f[2]], dtype=float)
-
-
-def _parent_class(defaults: Defaults, name: str) -> str:
-  for parent, elem in defaults.elements.items():
-    if any(c.tag == 'default' and c.attrs.get('class') == name for c in elem.children):
-      return parent
-  return 'main'
 
 
 def _rbound(g: dict, comp: _Compiler) -> float:
