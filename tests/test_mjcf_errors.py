@@ -263,6 +263,51 @@ CASES = [
     'size',
   ),
   C(
+    'underscore-in-number',
+    model(body='<geom size="1_0"/>'),
+    "expected a number, got '1_0'",
+    'size="1_0"',
+    'geom',
+    'size',
+    known_bug="accepted silently: schema._numbers uses Python float(), which reads '1_0' as 10",
+  ),
+  C(
+    'underscore-in-integer',
+    model(body='<geom size="0.1" contype="1_0"/>'),
+    "expected an integer, got '1_0'",
+    'contype="1_0"',
+    'geom',
+    'contype',
+    known_bug="accepted silently: schema._numbers uses Python int(), which reads '1_0' as 10",
+  ),
+  C(
+    'non-ascii-digits',
+    model(body='<geom size="\uff10.\uff15"/>'),
+    'expected a number',
+    'size="',
+    'geom',
+    'size',
+    known_bug='accepted silently: Python float() reads full-width digits; MuJoCo refuses them',
+  ),
+  C(
+    'integer-too-large',
+    model(body='<geom size="0.1" contype="99999999999999999999999"/>'),
+    r'(?i)too large|out of range',
+    'contype=',
+    'geom',
+    'contype',
+    known_bug='OverflowError in build_body_arrays: schema._numbers has no int32 range check',
+  ),
+  C(
+    'integer-beyond-int32',
+    model(body='<geom size="0.1" group="4294967296"/>'),
+    r'(?i)too large|out of range',
+    'group=',
+    'geom',
+    'group',
+    known_bug='accepted silently (MuJoCo: number is too large); int32 wraps it in make_model',
+  ),
+  C(
     'comma-separated',
     model(body='<geom size="0.1" pos="1,2,3"/>'),
     r"expected a number, got '1,2,3'",
@@ -658,6 +703,33 @@ CASES = [
     'motor',
     'joint',
   ),
+  C(
+    'geom-unknown-material',
+    model(body='<geom size="0.1" material="nope"/>'),
+    "unknown material 'nope'",
+    'material="nope"',
+    'geom',
+    'material',
+    known_bug='accepted silently: geom material is never looked up (MuJoCo: material not found)',
+  ),
+  C(
+    'material-unknown-texture',
+    model(pre='<asset>\n<material name="mat" texture="nope"/>\n</asset>'),
+    "unknown texture 'nope'",
+    'texture="nope"',
+    'material',
+    'texture',
+    known_bug='accepted silently: material texture is never looked up',
+  ),
+  C(
+    'camera-unknown-target',
+    model(world='<camera mode="targetbody" target="nope"/>'),
+    "unknown body 'nope'",
+    'target="nope"',
+    'camera',
+    'target',
+    known_bug='accepted silently: camera/light target is never looked up',
+  ),
   # -------------------------------------------------------------- mass and inertia
   C(
     'negative-mass',
@@ -752,6 +824,18 @@ CASES = [
     'mass and inertia of moving bodies',
     '<body name="light">',
     'body',
+  ),
+  C(
+    'huge-size-overflows-inertia',
+    model(
+      world='<body>\n<joint/>\n<geom type="capsule" size="1e300" fromto="0 0 0 1 0 0"/>\n'
+      '<geom size="0.1"/>\n</body>'
+    ),
+    r'(?i)finite|overflow|too large',
+    'size="1e300"',
+    'geom',
+    'size',
+    known_bug='LinAlgError from numpy eigh in compile_bodies: geom mass/inertia overflow',
   ),
   C(
     'two-inertials',
@@ -1286,6 +1370,17 @@ CASES = [
     'compiler',
     'coordinate',
   ),
+  C(
+    'actdim-too-large',
+    model(
+      top='<actuator><general joint="j" dyntype="integrator" actdim="99999999999"/></actuator>'
+    ),
+    r'(?i)too large|out of range',
+    'actdim=',
+    'general',
+    'actdim',
+    known_bug='MemoryError in compile_keyframes (np.zeros(na)): no int32 range check on actdim',
+  ),
   # -------------------------------------------------------------- keyframes and custom
   C(
     'keyframe-qpos-wrong-length',
@@ -1320,6 +1415,24 @@ CASES = [
     'size',
   ),
   # -------------------------------------------------------------- assets given inline
+  C(
+    'numeric-size-too-large',
+    model(top='<custom><numeric name="n" size="100000000000"/></custom>'),
+    r'(?i)too large|out of range',
+    '<numeric',
+    'numeric',
+    'size',
+    known_bug='MemoryError in compile_custom (np.zeros(size)): no int32 range check on size',
+  ),
+  C(
+    'mesh-face-not-triples',
+    model(pre='<asset>\n<mesh name="m" vertex="0 0 0 1 0 0 0 1 0 0 0 1" face="0 1"/>\n</asset>'),
+    'face data must be triples of vertex indices',
+    '<mesh name="m"',
+    'mesh',
+    'face',
+    known_bug='ValueError from reshape in compile_meshes: the % 3 check runs after the reshape',
+  ),
   C(
     'mesh-face-out-of-range',
     model(pre='<asset>\n<mesh name="m" vertex="0 0 0 1 0 0 0 1 0 0 0 1" face="0 1 5"/>\n</asset>'),
@@ -1369,6 +1482,15 @@ CASES = [
     'size',
   ),
   C(
+    'hfield-too-large',
+    model(pre='<asset>\n<hfield name="h" nrow="10000000000" ncol="2" size="1 1 1 0.1"/>\n</asset>'),
+    r'(?i)too large|out of range',
+    '<hfield',
+    'hfield',
+    'nrow',
+    known_bug='MemoryError in compile_hfields (np.zeros(nrow * ncol)): no limit on nrow, ncol',
+  ),
+  C(
     'hfield-elevation-count',
     model(
       pre='<asset>\n<hfield name="h" nrow="2" ncol="2" size="1 1 1 0.1" elevation="1 2"/>\n</asset>'
@@ -1392,6 +1514,18 @@ def test_load_string_refuses(case: Case):
   with pytest.raises(jaxsim.ModelError, match=case.match) as err:
     jaxsim.load_string(case.xml)
   check(err, case)
+
+
+@xfail('RecursionError in parse._to_element / compile.read_body: no nesting depth limit')
+def test_deep_nesting_refused():
+  """5000 nested bodies: refused with a ModelError (MuJoCo's XML parser stops at depth ~500)."""
+  n = 5000
+  xml = '<mujoco><worldbody>' + '<body><geom size="0.1"/>' * n + '</body>' * n
+  xml += '</worldbody></mujoco>'
+  with pytest.raises(jaxsim.ModelError, match=r'(?i)nest|deep|depth') as err:
+    jaxsim.load_string(xml)
+  assert err.value.element == 'body'
+  assert err.value.line == 1
 
 
 def test_pgs_solver_is_named_as_unsupported():
