@@ -26,116 +26,126 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def _sub(a, b):
-    return (a[0] - b[0], a[1] - b[1], a[2] - b[2])
+  return (a[0] - b[0], a[1] - b[1], a[2] - b[2])
 
 
 def _cross(a, b):
-    return (a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0])
+  return (a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0])
 
 
 def _dot(a, b):
-    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
+  return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
 
 
 def _normal(p0, p1, p2):
-    n = _cross(_sub(p1, p0), _sub(p2, p0))
-    length = math.sqrt(_dot(n, n))
-    return (n[0] / length, n[1] / length, n[2] / length)
+  n = _cross(_sub(p1, p0), _sub(p2, p0))
+  length = math.sqrt(_dot(n, n))
+  return (n[0] / length, n[1] / length, n[2] / length)
 
 
 def _check_outward(verts, faces):
-    """Assert every face normal points away from the centroid (convex meshes)."""
-    c = tuple(sum(v[k] for v in verts) / len(verts) for k in range(3))
-    for f in faces:
-        p0, p1, p2 = (verts[i] for i in f[:3])
-        n = _normal(p0, p1, p2)
-        assert _dot(n, _sub(p0, c)) > 0, f"face {f} is wound inward"
+  """Assert every face normal points away from the centroid (convex meshes)."""
+  c = tuple(sum(v[k] for v in verts) / len(verts) for k in range(3))
+  for f in faces:
+    p0, p1, p2 = (verts[i] for i in f[:3])
+    n = _normal(p0, p1, p2)
+    assert _dot(n, _sub(p0, c)) > 0, f'face {f} is wound inward'
 
 
 def octahedron(rx: float = 0.09, ry: float = 0.07, rz: float = 0.06):
-    """Octahedron with distinct half-diagonals (distinct principal inertias)."""
-    verts = [(rx, 0, 0), (-rx, 0, 0), (0, ry, 0), (0, -ry, 0), (0, 0, rz), (0, 0, -rz)]
-    faces = [
-        (0, 2, 4), (2, 1, 4), (1, 3, 4), (3, 0, 4),
-        (2, 0, 5), (1, 2, 5), (3, 1, 5), (0, 3, 5),
-    ]
-    return verts, faces
+  """Octahedron with distinct half-diagonals (distinct principal inertias)."""
+  verts = [(rx, 0, 0), (-rx, 0, 0), (0, ry, 0), (0, -ry, 0), (0, 0, rz), (0, 0, -rz)]
+  faces = [
+    (0, 2, 4),
+    (2, 1, 4),
+    (1, 3, 4),
+    (3, 0, 4),
+    (2, 0, 5),
+    (1, 2, 5),
+    (3, 1, 5),
+    (0, 3, 5),
+  ]
+  return verts, faces
 
 
 def prism(base: float = 0.14, h: float = 0.08, length: float = 0.16):
-    """Isosceles triangular prism along x, centred at the triangle centroid.
+  """Isosceles triangular prism along x, centred at the triangle centroid.
 
-    The triangle has width ``base`` (along y) and height ``h`` (along z); its
-    flat face lies at z = -h/3, i.e. h/3 below the centroid.
-    """
-    # (y, z) corners, counter-clockwise seen from +x; flat face at z = -h/3.
-    tri = [(-base / 2, -h / 3), (base / 2, -h / 3), (0.0, 2 * h / 3)]
-    x0, x1 = -length / 2, length / 2
-    verts = [(x0, y, z) for y, z in tri] + [(x1, y, z) for y, z in tri]
-    faces = [
-        (0, 2, 1),  # -x cap
-        (3, 4, 5),  # +x cap
-        (0, 1, 4), (0, 4, 3),
-        (1, 2, 5), (1, 5, 4),
-        (2, 0, 3), (2, 3, 5),
-    ]
-    return verts, faces
+  The triangle has width ``base`` (along y) and height ``h`` (along z); its
+  flat face lies at z = -h/3, i.e. h/3 below the centroid.
+  """
+  # (y, z) corners, counter-clockwise seen from +x; flat face at z = -h/3.
+  tri = [(-base / 2, -h / 3), (base / 2, -h / 3), (0.0, 2 * h / 3)]
+  x0, x1 = -length / 2, length / 2
+  verts = [(x0, y, z) for y, z in tri] + [(x1, y, z) for y, z in tri]
+  faces = [
+    (0, 2, 1),  # -x cap
+    (3, 4, 5),  # +x cap
+    (0, 1, 4),
+    (0, 4, 3),
+    (1, 2, 5),
+    (1, 5, 4),
+    (2, 0, 3),
+    (2, 3, 5),
+  ]
+  return verts, faces
 
 
 def dodecagon(rx: float = 0.07, ry: float = 0.055, half_height: float = 0.02, n: int = 12):
-    """12-gon prism inscribed in an ellipse (rx, ry): a slightly oval coin."""
-    ring = [
-        (rx * math.cos(2 * math.pi * k / n), ry * math.sin(2 * math.pi * k / n))
-        for k in range(n)
-    ]
-    verts = [(x, y, -half_height) for x, y in ring] + [(x, y, half_height) for x, y in ring]
-    bottom = tuple(reversed(range(n)))
-    top = tuple(range(n, 2 * n))
-    sides = [(k, (k + 1) % n, n + (k + 1) % n, n + k) for k in range(n)]
-    return verts, [bottom, top] + sides
+  """12-gon prism inscribed in an ellipse (rx, ry): a slightly oval coin."""
+  ring = [
+    (rx * math.cos(2 * math.pi * k / n), ry * math.sin(2 * math.pi * k / n)) for k in range(n)
+  ]
+  verts = [(x, y, -half_height) for x, y in ring] + [(x, y, half_height) for x, y in ring]
+  bottom = tuple(reversed(range(n)))
+  top = tuple(range(n, 2 * n))
+  sides = [(k, (k + 1) % n, n + (k + 1) % n, n + k) for k in range(n)]
+  return verts, [bottom, top] + sides
 
 
 def _fmt(x: float) -> str:
-    s = f"{x:.6f}".rstrip("0").rstrip(".")
-    return "0" if s in ("-0", "") else s
+  s = f'{x:.6f}'.rstrip('0').rstrip('.')
+  return '0' if s in ('-0', '') else s
 
 
 def write_obj(path: str, verts, faces, comment: str) -> None:
-    lines = [f"# {comment}", "# generated by models/assets/make_meshes.py"]
-    lines += ["v " + " ".join(_fmt(c) for c in v) for v in verts]
-    lines += ["f " + " ".join(str(i + 1) for i in f) for f in faces]
-    with open(path, "w", newline="\n") as fh:
-        fh.write("\n".join(lines) + "\n")
+  lines = [f'# {comment}', '# generated by models/assets/make_meshes.py']
+  lines += ['v ' + ' '.join(_fmt(c) for c in v) for v in verts]
+  lines += ['f ' + ' '.join(str(i + 1) for i in f) for f in faces]
+  with open(path, 'w', newline='\n') as fh:
+    fh.write('\n'.join(lines) + '\n')
 
 
 def write_binary_stl(path: str, verts, faces, name: str) -> None:
-    tris = []
-    for f in faces:  # fan-triangulate polygons
-        for k in range(1, len(f) - 1):
-            tris.append((f[0], f[k], f[k + 1]))
-    # A binary STL header must not begin with "solid" (that marks ASCII STL).
-    header = f"binary STL {name} from make_meshes.py".encode("ascii").ljust(80, b" ")
-    out = [header, struct.pack("<I", len(tris))]
-    for i, j, k in tris:
-        p0, p1, p2 = verts[i], verts[j], verts[k]
-        out.append(struct.pack("<12fH", *_normal(p0, p1, p2), *p0, *p1, *p2, 0))
-    with open(path, "wb") as fh:
-        fh.write(b"".join(out))
+  tris = []
+  for f in faces:  # fan-triangulate polygons
+    for k in range(1, len(f) - 1):
+      tris.append((f[0], f[k], f[k + 1]))
+  # A binary STL header must not begin with "solid" (that marks ASCII STL).
+  header = f'binary STL {name} from make_meshes.py'.encode('ascii').ljust(80, b' ')
+  out = [header, struct.pack('<I', len(tris))]
+  for i, j, k in tris:
+    p0, p1, p2 = verts[i], verts[j], verts[k]
+    out.append(struct.pack('<12fH', *_normal(p0, p1, p2), *p0, *p1, *p2, 0))
+  with open(path, 'wb') as fh:
+    fh.write(b''.join(out))
 
 
 def main() -> None:
-    v, f = octahedron()
-    _check_outward(v, f)
-    write_obj(os.path.join(HERE, "octahedron.obj"), v, f, "octahedron, half-diagonals 0.09 0.07 0.06")
+  v, f = octahedron()
+  _check_outward(v, f)
+  write_obj(os.path.join(HERE, 'octahedron.obj'), v, f, 'octahedron, half-diagonals 0.09 0.07 0.06')
 
-    v, f = prism()
-    _check_outward(v, f)
-    write_binary_stl(os.path.join(HERE, "prism.stl"), v, f, "prism")
+  v, f = prism()
+  _check_outward(v, f)
+  write_binary_stl(os.path.join(HERE, 'prism.stl'), v, f, 'prism')
 
-    v, f = dodecagon()
-    _check_outward(v, f)
-    write_obj(os.path.join(HERE, "dodecagon.obj"), v, f, "12-gon prism in ellipse 0.07 x 0.055, height 0.04")
+  v, f = dodecagon()
+  _check_outward(v, f)
+  write_obj(
+    os.path.join(HERE, 'dodecagon.obj'), v, f, '12-gon prism in ellipse 0.07 x 0.055, height 0.04'
+  )
 
 
-if __name__ == "__main__":
-    main()
+if __name__ == '__main__':
+  main()
