@@ -732,18 +732,7 @@ class _Compiler:
         raise e.error('fromto requires a capsule, cylinder, box or ellipsoid', attribute='fromto')
       if 'pos' in e.attrs:
         raise e.error('both pos and fromto are given', attribute='fromto')
-      ft = g['fromto']
-      vec = ft[:3] - ft[3:]
-      half = np.linalg.norm(vec) / 2
-      if half < EPS:
-        raise e.error('fromto points are too close', attribute='fromto')
-      if typ in (4, 6):
-        size[2] = half
-        size[1] = size[0]
-      else:
-        size[1] = half
-      pos = (ft[:3] + ft[3:]) / 2
-      quat = frames.z_to_quat(vec / np.linalg.norm(vec))
+      pos, quat, size = _fromto(e, g['fromto'], typ, size)
     else:
       quat = frames.resolve_orientation(g, self.degree(), self.comp['eulerseq'], e)
     shell = bool(g['shellinertia'])
@@ -1013,18 +1002,7 @@ class _Compiler:
     if 'fromto' in s:
       if typ not in (3, 4, 5, 6):
         raise e.error('fromto requires a capsule, cylinder, box or ellipsoid', attribute='fromto')
-      ft = s['fromto']
-      vec = ft[:3] - ft[3:]
-      half = np.linalg.norm(vec) / 2
-      if half < EPS:
-        raise e.error('fromto points are too close', attribute='fromto')
-      if typ in (4, 6):
-        size[2] = half
-        size[1] = size[0]
-      else:
-        size[1] = half
-      pos = (ft[:3] + ft[3:]) / 2
-      quat = frames.z_to_quat(vec / np.linalg.norm(vec))
+      pos, quat, size = _fromto(e, s['fromto'], typ, size)
     else:
       pos = np.array(s['pos'], dtype=np.float64)
       quat = frames.resolve_orientation(s, self.degree(), self.comp['eulerseq'], e)
@@ -1958,6 +1936,21 @@ def _read_hfield(elem: Element, raw: bytes, path: str):
   lo, hi = data.min(), data.max()
   data = (data - lo) / (hi - lo) if hi > lo else np.zeros_like(data)
   return data.reshape(nrow, ncol)[::-1].reshape(-1), nrow, ncol
+
+
+def _fromto(e: Element, ft: np.ndarray, typ: int, size: np.ndarray):
+  """Pos, quat and size of a capsule/cylinder/box/ellipsoid given by its two end points."""
+  vec = ft[:3] - ft[3:]
+  half = np.linalg.norm(vec) / 2
+  if half < EPS:
+    raise e.error('fromto points are too close', attribute='fromto')
+  size = size.copy()
+  if typ in (4, 6):
+    size[2] = half
+    size[1] = size[0]
+  else:
+    size[1] = half
+  return (ft[:3] + ft[3:]) / 2, frames.z_to_quat(vec / np.linalg.norm(vec)), size
 
 
 def _has_mass(b: dict) -> bool:
