@@ -314,11 +314,50 @@ def make_option(opt: Mapping[str, Any], dtype) -> Option:
   return Option(fields, dynamic)
 
 
+def tree_structure(parentid: np.ndarray, dof_bodyid: np.ndarray, dof_parentid: np.ndarray):
+  """Static masks and level lists of the kinematic tree, for dense and scanned tree passes.
+
+  tree_levels (ndepth, width): bodies at each depth >= 1, padded with nbody (a scratch slot);
+  tree_subtree (nbody, nbody): [i, j] = 1 if j is in the subtree of i (i included);
+  tree_body_dof (nbody, nv): [b, d] = 1 if dof d moves body b (d of b or of an ancestor);
+  tree_dof_dof (nv, nv): [i, j] = 1 if dof j is i or an ancestor of i (dof_parentid chain).
+  """
+  nbody, nv = len(parentid), len(dof_bodyid)
+  depth = np.zeros(nbody, dtype=np.int64)
+  anc = np.eye(nbody, dtype=np.int8)  # anc[i, j]: j is an ancestor of i or i
+  for i in range(1, nbody):
+    p = parentid[i]
+    depth[i] = depth[p] + 1
+    anc[i] |= anc[p]
+  ndepth = int(depth.max()) if nbody > 1 else 0
+  groups = [np.flatnonzero(depth == k) for k in range(1, ndepth + 1)]
+  width = max((len(g) for g in groups), default=0)
+  levels = np.full((ndepth, width), nbody, dtype=np.int32)
+  for k, g in enumerate(groups):
+    levels[k, : len(g)] = g
+  dof_dof = np.eye(nv, dtype=np.int8)
+  for i in range(nv):
+    p = dof_parentid[i]
+    if p >= 0:
+      dof_dof[i] |= dof_dof[p]
+  body_dof = anc[:, dof_bodyid] if nv else np.zeros((nbody, 0), np.int8)
+  return {
+    'tree_levels': levels,
+    'tree_subtree': np.ascontiguousarray(anc.T),
+    'tree_body_dof': body_dof.astype(np.int8),
+    'tree_dof_dof': dof_dof,
+  }
+
+
 def make_model(compiled: Mapping[str, Any]) -> Model:
   """Wraps compiled arrays into a Model; float arrays become jax.Array leaves (default dtype)."""
   dtype = jnp.asarray(0.0).dtype
   fields: dict[str, Any] = {}
   dynamic = []
+  compiled = dict(compiled)
+  compiled.update(
+    tree_structure(compiled['body_parentid'], compiled['dof_bodyid'], compiled['dof_parentid'])
+  )
   for k, v in compiled.items():
     if k == 'opt':
       fields[k] = make_option(v, dtype)
@@ -327,7 +366,7 @@ def make_model(compiled: Mapping[str, Any]) -> Model:
       fields[k] = jnp.asarray(v, dtype=dtype)
       dynamic.append(k)
     elif isinstance(v, np.ndarray):
-      v = v.astype(np.int32, copy=True)
+      v = v.astype(np.int8 if v.dtype == np.int8 else np.int32, copy=True)
       v.setflags(write=False)
       fields[k] = v
     else:
@@ -400,6 +439,10 @@ def make_data(m: Model, ncon: int = 0, nefc: int = 0) -> Data:
     'ten_length': z(ntendon),
     'ten_velocity': z(ntendon),
     'ten_J': z(ntendon, nv),
+    'ten_wrapadr': jnp.zeros(ntendon, dtype=jnp.int32),
+    'ten_wrapnum': jnp.zeros(ntendon, dtype=jnp.int32),
+    'wrap_obj': jnp.zeros(2 * m.nwrap, dtype=jnp.int32),
+    'wrap_xpos': z(2 * m.nwrap, 3),
     'actuator_length': z(nu),
     'actuator_velocity': z(nu),
     'actuator_moment': z(nu, nv),
@@ -408,6 +451,10 @@ def make_data(m: Model, ncon: int = 0, nefc: int = 0) -> Data:
     'qLD': z(nv, nv),
     'qfrc_bias': z(nv),
     'qfrc_passive': z(nv),
+    'qfrc_spring': z(nv),
+    'qfrc_damper': z(nv),
+    'qfrc_gravcomp': z(nv),
+    'qfrc_fluid': z(nv),
     'qfrc_actuator': z(nv),
     'qfrc_smooth': z(nv),
     'qacc_smooth': z(nv),

@@ -1,0 +1,236 @@
+"""Forward kinematics, com-based frames (cinert, cdof), velocities and Jacobians.
+
+Transforms are composed down the tree by a `lax.scan` over depth levels (compile time independent of
+depth); sums over ancestors and subtrees are products with the static masks of `Model.tree_*`.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxsim import math
+from jaxsim.types import Data, JointType, Model
+
+FREE, BALL, SLIDE, HINGE = (
+  int(t) for t in (JointType.FREE, JointType.BALL, JointType.SLIDE, JointType.HINGE)
+)
+
+
+def _local_frames(m: Model, d: Data):
+  """Each body's frame relative to its parent after its joints, and each joint's pre-joint frame.
+
+  Returns (pos (nbody, 3), quat (nbody, 4), jpos (njnt, 3), jquat (njnt, 4)); free bodies hold
+  their global frame.
+  """
+  pos, quat = m.body_pos, m.body_quat
+  mocapid = np.asarray(m.body_mocapid)
+  if m.nmocap:
+    ids = np.flatnonzero(mocapid >= 0)
+    pos = pos.at[ids].set(d.mocap_pos[mocapid[ids]])
+    quat = quat.at[ids].set(math.quat_normalize(d.mocap_quat[mocapid[ids]]))
+  jpos = jnp.zeros((m.njnt, 3), pos.dtype)
+  jquat = jnp.zeros((m.njnt, 4), pos.dtype)
+  jntnum, jntadr = np.asarray(m.body_jntnum), np.asarray(m.body_jntadr)
+  jnt_type, qadr = np.asarray(m.jnt_type), np.asarray(m.jnt_qposadr)
+  qpos, qpos0 = d.qpos, m.qpos0
+  for k in range(int(jntnum.max(initial=0))):
+    bodies = np.flatnonzero(jntnum > k)
+    jnts = jntadr[bodies] + k
+    jpos = jpos.at[jnts].set(pos[bodies])
+    jquat = jquat.at[jnts].set(quat[bodies])
+    for jt in (FREE, BALL, SLIDE, HINGE):
+      sel = jnt_type[jnts] == jt
+      if not sel.any():
+        continue
+      b, j, a = bodies[sel], jnts[sel], qadr[jnts[sel]]
+      p, q = pos[b], quat[b]
+      if jt == FREE:
+        p = qpos[a[:, None] + np.arange(3)]
+        q = math.quat_normalize(qpos[a[:, None] + np.arange(3, 7)])
+      elif jt == SLIDE:
+        p = p + math.rot_vec_quat(m.jnt_axis[j], q) * (qpos[a] - qpos0[a])[:, None]
+      else:
+        if jt == BALL:
+          qloc = math.quat_normalize(qpos[a[:, None] + np.arange(4)])
+        else:
+          qloc = math.axis_angle_to_quat(m.jnt_axis[j], qpos[a] - qpos0[a])
+        anchor = p + math.rot_vec_quat(m.jnt_pos[j], q)
+        q = math.quat_mul(q, qloc)
+        p = anchor - math.rot_vec_quat(m.jnt_pos[j], q)
+      pos = pos.at[b].set(p)
+      quat = quat.at[b].set(q)
+  return pos, quat, jpos, jquat
+
+
+def _is_free_body(m: Model) -> np.ndarray:
+  jntnum, jntadr = np.asarray(m.body_jntnum), np.asarray(m.body_jntadr)
+  jt = np.asarray(m.jnt_type)
+  free = np.zeros(m.nbody, dtype=bool)
+  one = np.flatnonzero(jntnum == 1)
+  free[one] = jt[jntadr[one]] == FREE
+  return free
+
+
+def _global_frames(m: Model, lpos: jax.Array, lquat: jax.Array):
+  """Composes local frames down the tree: scan over depth levels, bodies of a level in parallel."""
+  nbody = m.nbody
+  dtype = lpos.dtype
+  levels = np.asarray(m.tree_levels)
+  parent = np.append(np.asarray(m.body_parentid), 0)
+  free = np.append(_is_free_body(m), False)
+  lpos = jnp.concatenate([lpos, jnp.zeros((1, 3), dtype)])
+  lquat = jnp.concatenate([lquat, jnp.array([[1.0, 0, 0, 0]], dtype)])
+  xpos0 = jnp.zeros((nbody + 1, 3), dtype)
+  xquat0 = jnp.zeros((nbody + 1, 4), dtype).at[:, 0].set(1.0)
+
+  def level(carry, xs):
+    xpos, xquat = carry
+    idx, par, isfree = xs
+    ppos, pquat = xpos[par], xquat[par]
+    p = ppos + math.rot_vec_quat(lpos[idx], pquat)
+    q = math.quat_mul(pquat, lquat[idx])
+    isfree = isfree[:, None]
+    p = jnp.where(isfree, lpos[idx], p)
+    q = math.quat_normalize(jnp.where(isfree, lquat[idx], q))
+    return (xpos.at[idx].set(p), xquat.at[idx].set(q)), None
+
+  if len(levels):
+    xs = (jnp.asarray(levels), jnp.asarray(parent[levels]), jnp.asarray(free[levels]))
+    (xpos0, xquat0), _ = jax.lax.scan(level, (xpos0, xquat0), xs)
+  return xpos0[:nbody], xquat0[:nbody]
+
+
+def _local2global(d: Data, body, pos, quat, sameframe):
+  """Frames of objects attached to bodies, copied where they coincide (mj_local2Global)."""
+  body = np.asarray(body)
+  sf = np.asarray(sameframe)[:, None]
+  bq = d.xquat[body]
+  xpos = d.xpos[body] + math.rot_vec_quat(pos, bq)
+  xmat = math.quat_to_mat(math.quat_mul(bq, quat))
+  xpos = jnp.where(sf == 1, d.xpos[body], jnp.where(sf == 2, d.xipos[body], xpos))
+  sf = sf[..., None]
+  xmat = jnp.where(sf % 2 == 1, d.xmat[body], jnp.where(sf % 2 == 0, d.ximat[body], xmat))
+  return xpos, jnp.where(sf == 0, math.quat_to_mat(math.quat_mul(bq, quat)), xmat)
+
+
+def kinematics(m: Model, d: Data) -> Data:
+  """Global frames of bodies, joints, geoms and sites from qpos (mj_kinematics)."""
+  lpos, lquat, jpos, jquat = _local_frames(m, d)
+  xpos, xquat = _global_frames(m, lpos, lquat)
+  xmat = math.quat_to_mat(xquat)
+
+  # joint anchors and axes from the frame each joint acts in
+  jb = np.asarray(m.jnt_bodyid)
+  pb = np.asarray(m.body_parentid)[jb]
+  free = np.asarray(m.jnt_type) == FREE
+  fq = math.quat_mul(xquat[pb], jquat)
+  xaxis = math.rot_vec_quat(m.jnt_axis, fq)
+  xanchor = xpos[pb] + math.rot_vec_quat(jpos + math.rot_vec_quat(m.jnt_pos, jquat), xquat[pb])
+  if free.any():
+    xaxis = jnp.where(free[:, None], m.jnt_axis, xaxis)
+    xanchor = jnp.where(free[:, None], xpos[jb], xanchor)
+
+  d = d.replace(xpos=xpos, xquat=xquat, xmat=xmat, xanchor=xanchor, xaxis=xaxis)
+  sf = np.asarray(m.body_sameframe)
+  xipos, ximat = _local2global(d, np.arange(m.nbody), m.body_ipos, m.body_iquat, sf)
+  xipos = xipos.at[0].set(0.0)
+  ximat = ximat.at[0].set(jnp.eye(3, dtype=xpos.dtype))
+  d = d.replace(xipos=xipos, ximat=ximat)
+  geom_xpos, geom_xmat = _local2global(d, m.geom_bodyid, m.geom_pos, m.geom_quat, m.geom_sameframe)
+  site_xpos, site_xmat = _local2global(d, m.site_bodyid, m.site_pos, m.site_quat, m.site_sameframe)
+  return d.replace(
+    geom_xpos=geom_xpos,
+    geom_xmat=geom_xmat,
+    site_xpos=site_xpos,
+    site_xmat=site_xmat,
+  )
+
+
+def _dof_structure(m: Model):
+  """Per dof: joint type, index within its joint, whether rotational."""
+  jid = np.asarray(m.dof_jntid)
+  jt = np.asarray(m.jnt_type)[jid]
+  k = np.arange(m.nv) - np.asarray(m.jnt_dofadr)[jid]
+  rot = (jt == HINGE) | (jt == BALL) | ((jt == FREE) & (k >= 3))
+  return jid, jt, k, rot
+
+
+def com_pos(m: Model, d: Data) -> Data:
+  """subtree_com, cinert and cdof in the frame centred at each tree's subtree com (mj_comPos)."""
+  subtree = jnp.asarray(m.tree_subtree, dtype=d.xpos.dtype)
+  mass = m.body_mass
+  subtreemass = subtree @ mass
+  moment = subtree @ (mass[:, None] * d.xipos)
+  small = subtreemass < math.MINVAL
+  subtree_com = jnp.where(
+    small[:, None], d.xipos, moment / jnp.where(small, 1.0, subtreemass)[:, None]
+  )
+  root = np.asarray(m.body_rootid)
+  offset = d.xipos - subtree_com[root]
+  cinert = math.inert_com(m.body_inertia, d.ximat, offset, mass)
+  cinert = cinert.at[0].set(0.0)
+
+  if m.nv:
+    jid, jt, k, rot = _dof_structure(m)
+    body = np.asarray(m.dof_bodyid)
+    col = np.where(jt == FREE, k - 3, k) % 3
+    bodyaxis = d.xmat[body, :, col]
+    axis = jnp.where(((jt == BALL) | (jt == FREE))[:, None], bodyaxis, d.xaxis[jid])
+    trans = (jt == FREE) & (k < 3)
+    axis = jnp.where(trans[:, None], jnp.eye(3, dtype=axis.dtype)[k % 3], axis)
+    offset = subtree_com[root[body]] - d.xanchor[jid]
+    cdof = math.dof_com(axis, offset, jnp.asarray(rot))
+  else:
+    cdof = d.cdof
+  return d.replace(subtree_com=subtree_com, cinert=cinert, cdof=cdof)
+
+
+def _dof_before(m: Model) -> np.ndarray:
+  """(nv, nv) mask: dofs whose velocity is in the frame a dof moves in, before the dof itself."""
+  jid, jt, k, _ = _dof_structure(m)
+  anc = np.asarray(m.tree_dof_dof).astype(bool)
+  before = anc & (jid[:, None] != jid[None, :])
+  free_rot = (jt == FREE) & (k >= 3)
+  same = jid[:, None] == jid[None, :]
+  before |= free_rot[:, None] & same & (k[None, :] < 3)
+  return before
+
+
+def com_vel(m: Model, d: Data) -> Data:
+  """Body velocities cvel and cdof_dot in the com frame (mj_comVel)."""
+  if not m.nv:
+    return d
+  vdof = d.cdof * d.qvel[:, None]
+  dtype = vdof.dtype
+  cvel = jnp.asarray(m.tree_body_dof, dtype=dtype) @ vdof
+  vbefore = jnp.asarray(_dof_before(m), dtype=dtype) @ vdof
+  cdof_dot = math.cross_motion(vbefore, d.cdof)
+  _, jt, k, _ = _dof_structure(m)
+  trans = (jt == FREE) & (k < 3)
+  if trans.any():
+    cdof_dot = jnp.where(trans[:, None], 0.0, cdof_dot)
+  return d.replace(cvel=cvel, cdof_dot=cdof_dot)
+
+
+def jac(m: Model, d: Data, point: jax.Array, body: int | jax.Array) -> tuple[jax.Array, jax.Array]:
+  """Translational and rotational Jacobians (3, nv) of a point attached to a body (mj_jac)."""
+  mask = jnp.asarray(m.tree_body_dof, dtype=d.cdof.dtype)[body]
+  offset = point - d.subtree_com[jnp.asarray(m.body_rootid)[body]]
+  jacr = d.cdof[:, :3] * mask[:, None]
+  jacp = (d.cdof[:, 3:] + jnp.cross(d.cdof[:, :3], offset)) * mask[:, None]
+  return jacp.T, jacr.T
+
+
+def jac_batch(m: Model, d: Data, points: jax.Array, bodies: jax.Array):
+  """mj_jac for many (point, body) pairs: jacp, jacr (n, 3, nv)."""
+  return jax.vmap(lambda p, b: jac(m, d, p, b))(points, bodies)
+
+
+def apply_ft(
+  m: Model, d: Data, force: jax.Array, torque: jax.Array, point: jax.Array, body: jax.Array
+) -> jax.Array:
+  """Generalized force (nv,) of forces and torques (n, 3) at points on bodies (mj_applyFT)."""
+  jacp, jacr = jac_batch(m, d, point, body)
+  return jnp.einsum('nij,ni->j', jacp, force) + jnp.einsum('nij,ni->j', jacr, torque)
