@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Mapping
+import sys
+from collections.abc import Iterator, Mapping
 
 from jaxsim.errors import ModelError
 from jaxsim.mjcf.compile import Compiled, compile_tree
@@ -11,14 +13,32 @@ from jaxsim.mjcf.parse import Element, expand_includes, parse_xml, read_file_or_
 
 __all__ = ['Compiled', 'compile_file', 'compile_string', 'parse_model']
 
+# The parser and compiler recurse a few Python frames per level of element nesting, and MuJoCo
+# (so parse_xml) allows 499 levels: more than Python's default limit of 1000 frames.
+_RECURSION_LIMIT = 10_000
+
+
+@contextlib.contextmanager
+def _deep_recursion() -> Iterator[None]:
+  old = sys.getrecursionlimit()
+  if old >= _RECURSION_LIMIT:
+    yield
+    return
+  sys.setrecursionlimit(_RECURSION_LIMIT)
+  try:
+    yield
+  finally:
+    sys.setrecursionlimit(old)
+
 
 def parse_model(
   text: str | bytes, file: str, directory: str, assets: Mapping[str, bytes] | None
 ) -> Element:
   """Parses MJCF text and expands its includes."""
   read = read_file_or_asset(assets)
-  root = parse_xml(text, file)
-  return expand_includes(root, read, directory, 0, (os.path.normpath(file),))
+  with _deep_recursion():
+    root = parse_xml(text, file)
+    return expand_includes(root, read, directory, 0, (os.path.normpath(file),))
 
 
 def compile_string(
@@ -30,8 +50,9 @@ def compile_string(
 ) -> Compiled:
   """Compiles MJCF text; meshes and includes resolve against `assets`, then `directory`."""
   read = read_file_or_asset(assets)
-  root = parse_model(xml, file, directory, assets)
-  return compile_tree(root, directory, read, file)
+  with _deep_recursion():
+    root = parse_model(xml, file, directory, assets)
+    return compile_tree(root, directory, read, file)
 
 
 def compile_file(path: str, assets: Mapping[str, bytes] | None = None) -> Compiled:

@@ -21,6 +21,9 @@ from jaxsim.mjcf.parse import Element
 
 MINVAL = 1e-15
 EPS = 1e-14
+# Most numbers an array sized by the model (hfield samples, numeric data, activations, keyframe
+# values) may hold: larger requests are refused with a ModelError rather than a MemoryError.
+MAX_ARRAY = 10**8
 
 OBJ = {'body': 1, 'xbody': 2, 'joint': 3, 'dof': 4, 'geom': 5, 'site': 6, 'camera': 7}
 OBJ.update({'mesh': 10, 'hfield': 12, 'equality': 17, 'tendon': 18, 'actuator': 19, 'sensor': 20})
@@ -31,6 +34,7 @@ EQ_CONNECT, EQ_WELD, EQ_JOINT, EQ_TENDON = range(4)
 NEQDATA = 12
 JNT_FREE, JNT_BALL, JNT_SLIDE, JNT_HINGE = range(4)
 DYN_NONE, DYN_INTEGRATOR, DYN_FILTER, DYN_FILTEREXACT, DYN_MUSCLE = range(5)
+DYN_USER = 7
 
 _TOP_LEVEL = {
   'compiler',
@@ -186,6 +190,8 @@ class _Compiler:
     for e in root.find('size'):
       self.size = schema.read_attrs(e, schema.SIZE, self.size)
       _only(e, set())
+      if 'nkey' in e.attrs:
+        self.nkey_elem = e
     for e in root.find('statistic'):
       self.statistic = schema.read_attrs(e, schema.STATISTIC, self.statistic)
       _only(e, set())
@@ -230,6 +236,7 @@ class _Compiler:
       self.read_body_children(w, world, 'main', np.zeros(3), np.array([1.0, 0, 0, 0]))
     self.order_tree()
     self.compile_meshes(self.meshes_needing_hulls(root))
+    self.resolve_references()
     self.compile_bodies()
     self.contact = root.find('contact')
     self.compile_tendons(root.find('tendon'))
@@ -452,6 +459,51 @@ class _Compiler:
         if len(self.name_lists.get(kind, [])) <= i:
           self.register(kind, elem, i)
 
+  def resolve_references(self):
+    """Looks up the materials, textures and target bodies that elements name, as MuJoCo does.
+
+    jaxsim does not render, but a name that refers to nothing is an error in MuJoCo
+    (mjCModel::ResolveReferences, mjCCamera/mjCLight::ResolveReferences).
+    """
+    mesh_names = self.name_lists.get('mesh', [])
+    mesh_material = {n: a.get('material', '') for n, (_, a) in zip(mesh_names, self.assets['mesh'])}
+    for g in self.geoms:
+      e = g['elem']
+      if g.get('material'):
+        self.lookup('material', e, 'material', g['material'])
+      elif g.get('mesh') in self.names.get('mesh', {}):
+        # A geom without a material of its own takes its mesh's material.
+        name = mesh_material.get(g['mesh'], '')
+        if name and name not in self.names.get('material', {}):
+          raise e.error(f'unknown material {name!r} (the material of mesh {g["mesh"]!r})', 'mesh')
+    for elem, attrs in self.assets['skin']:
+      if attrs.get('material'):
+        self.lookup('material', elem, 'material', attrs['material'])
+    for s in self.sites:
+      if s.get('material'):
+        self.lookup('material', s['elem'], 'material', s['material'])
+    for elem, attrs in self.assets['material']:
+      layers = elem.find('layer')
+      if attrs.get('texture'):
+        if layers:
+          raise layers[0].error('a material with a texture attribute cannot have <layer> elements')
+        self.lookup('texture', elem, 'texture', attrs['texture'])
+      for layer in layers:
+        _only(layer, set())
+        a = schema.read_attrs(layer, schema.LAYER)
+        for req in ('role', 'texture'):
+          if req not in a:
+            raise layer.error('missing required attribute', attribute=req)
+        self.lookup('texture', layer, 'texture', a['texture'])
+    for c in self.cameras:
+      if c.get('target'):
+        self.lookup('body', c['elem'], 'target', c['target'])
+    for lt in self.lights:
+      if lt.get('target'):
+        self.lookup('body', lt['elem'], 'target', lt['target'])
+      if lt.get('texture'):
+        self.lookup('texture', lt['elem'], 'texture', lt['texture'])
+
   def asset_path(self, directory_key: str, filename: str) -> str:
     base = self.comp.get(directory_key) or ''
     if os.path.isabs(filename):
@@ -498,10 +550,10 @@ class _Compiler:
         v = attrs['vertex']
         if len(v) % 3 or len(v) < 12:
           raise elem.error('vertex data must be at least 4 points of 3 numbers', 'vertex')
-        vert = v.reshape(-1, 3)
-        face = attrs['face'].reshape(-1, 3) if 'face' in attrs else None
         if 'face' in attrs and len(attrs['face']) % 3:
           raise elem.error('face data must be triples of vertex indices', attribute='face')
+        vert = v.reshape(-1, 3)
+        face = attrs['face'].reshape(-1, 3) if 'face' in attrs else None
       else:
         raise elem.error('a mesh needs a file or vertex data', attribute='file')
       if face is not None and len(face) and (face.min() < 0 or face.max() >= len(vert)):
@@ -546,6 +598,11 @@ class _Compiler:
       else:
         if nrow <= 0 or ncol <= 0:
           raise elem.error('hfield nrow and ncol must be positive', attribute='nrow')
+        if nrow * ncol > MAX_ARRAY:
+          raise elem.error(
+            f'hfield is too large: nrow*ncol = {nrow * ncol} exceeds {MAX_ARRAY:.0e} samples',
+            attribute='nrow',
+          )
         data = np.zeros(nrow * ncol)
         if 'elevation' in a:
           if len(a['elevation']) != nrow * ncol:
@@ -782,7 +839,8 @@ class _Compiler:
       if mesh_volume is not None:
         volume = mesh_volume['volume']
       else:
-        volume = inertia.geom_volume(typ, size, shell)
+        with np.errstate(over='ignore', invalid='ignore'):
+          volume = float(inertia.geom_volume(typ, size, shell))
       density = g['density']
       if 'mass' in g:
         if g['mass'] == 0:
@@ -800,12 +858,19 @@ class _Compiler:
           'mass, inertia or density are negative', attribute='mass' if 'mass' in g else 'density'
         )
       g['mass_c'] = mass
-      if mass_nonzero := mass != 0:
-        del mass_nonzero
-        if mesh_volume is not None:
-          g['inertia_c'] = inertia.box_inertia(mesh_volume['box'], mass)
-        else:
-          g['inertia_c'] = inertia.geom_inertia(typ, size, mass, shell)
+      with np.errstate(over='ignore', invalid='ignore'):
+        if mass != 0:
+          if mesh_volume is not None:
+            g['inertia_c'] = inertia.box_inertia(mesh_volume['box'], mass)
+          else:
+            g['inertia_c'] = inertia.geom_inertia(typ, size, mass, shell)
+      if not (math.isfinite(mass) and np.isfinite(g['inertia_c']).all()):
+        attr = 'mesh' if mesh_volume is not None else 'size'
+        if math.isfinite(volume) and not math.isfinite(mass):
+          attr = 'mass' if 'mass' in g else 'density'
+        raise e.error(
+          'geom mass or inertia is not finite (too large sizes, mass or density)', attribute=attr
+        )
 
   def compile_bodies(self):
     degree = self.degree()
@@ -856,22 +921,31 @@ class _Compiler:
           g = sel[0]
           ipos, iquat, mass, inert = g['pos_c'], g['quat_c'], g['mass_c'], g['inertia_c']
         elif len(sel) > 1:
-          mass = sum(g['mass_c'] for g in sel)
-          com = sum(g['mass_c'] * g['pos_c'] for g in sel) / mass
-          tensor = np.zeros((3, 3))
-          for g in sel:
-            r = frames.quat_to_mat(g['quat_c'])
-            tensor += r @ np.diag(g['inertia_c']) @ r.T
-            d = g['pos_c'] - com
-            tensor += g['mass_c'] * (np.dot(d, d) * np.eye(3) - np.outer(d, d))
+          with np.errstate(over='ignore', invalid='ignore'):
+            mass = sum(g['mass_c'] for g in sel)
+            com = sum(g['mass_c'] * g['pos_c'] for g in sel) / mass
+            tensor = np.zeros((3, 3))
+            for g in sel:
+              r = frames.quat_to_mat(g['quat_c'])
+              tensor += r @ np.diag(g['inertia_c']) @ r.T
+              d = g['pos_c'] - com
+              tensor += g['mass_c'] * (np.dot(d, d) * np.eye(3) - np.outer(d, d))
+          if not (math.isfinite(mass) and np.isfinite(tensor).all()):
+            raise e.error(
+              'body mass or inertia from its geoms is not finite (too large sizes or positions)'
+            )
           w, v = inertia.principal_axes(tensor)
           ipos, iquat, inert = com, frames.mat_to_quat(v), w
       if ipos is None:
-        ipos, iquat = np.zeros(3), np.array([1.0, 0, 0, 0])
+        # MuJoCo copies the body's own frame (relative to its parent) into an undefined inertial
+        # frame; massless bodies thus get ipos = pos, which shows in xipos.
+        ipos, iquat = np.array(b['pos'], dtype=float), np.array(b['quat'], dtype=float)
       if bid > 0:
         mass = max(mass, self.comp['boundmass'])
         inert = np.maximum(inert, self.comp['boundinertia'])
         where = b['inertial']['elem'] if b['inertial'] is not None else e
+        if not (math.isfinite(mass) and np.isfinite(inert).all() and np.isfinite(iquat).all()):
+          raise where.error('mass or inertia is not finite (overflow)')
         if mass < 0 or (inert < 0).any():
           raise where.error('mass and inertia cannot be negative')
         a, bb, c = inert
@@ -1193,6 +1267,12 @@ class _Compiler:
     out['light_bodyid'] = np.array([lt['body'] for lt in self.lights], dtype=int)
     out['light_pos'] = _rows([lt['pos_c'] for lt in self.lights], 3)
     out['light_dir'] = _rows([lt['dir'] for lt in self.lights], 3)
+    out['body_sameframe'] = _sameframe(out['body_ipos'], out['body_iquat'])
+    for kind in ('geom', 'site'):
+      body = out[f'{kind}_bodyid']
+      out[f'{kind}_sameframe'] = _sameframe(
+        out[f'{kind}_pos'], out[f'{kind}_quat'], out['body_ipos'][body], out['body_iquat'][body]
+      )
     # meshes
     self.build_mesh_arrays(out)
 
@@ -1234,6 +1314,8 @@ class _Compiler:
         )
         attrs = self.read_element(t, table, 'tendon', cls)
         attrs['elem'] = t
+        if attrs.get('material'):
+          self.lookup('material', t, 'material', attrs['material'])
         self.register('tendon', t, len(tendons))
         tendons.append(attrs)
     for attrs in tendons:
@@ -1370,6 +1452,7 @@ class _Compiler:
         self.register('actuator', a, len(acts))
         acts.append(attrs)
     rows = []
+    na_total = 0
     for attrs in acts:
       a = attrs['elem']
       targets = [
@@ -1437,6 +1520,13 @@ class _Compiler:
         actnum = actdim
         if dyn == DYN_NONE and actdim > 0:
           raise a.error('actdim > 0 requires dynamics', attribute='actdim')
+        if actdim > 1 and dyn != DYN_USER:
+          raise a.error("actdim > 1 is only allowed for dyntype 'user'", attribute='actdim')
+        if actdim == 0 and dyn != DYN_NONE:
+          raise a.error('invalid actdim 0 in stateful actuator', attribute='actdim')
+      na_total += actnum
+      if na_total > MAX_ARRAY:
+        raise a.error(f'actdim is too large: more than {MAX_ARRAY:.0e} activations', 'actdim')
       if (attrs['damping'] != 0).any() or attrs['armature'] != 0:
         self.note_unsupported('actuator damping/armature')
       if 'nsample' in attrs or 'delay' in attrs:
@@ -1795,6 +1885,8 @@ class _Compiler:
       r['needstage'] = a.get('needstage', 3)
       if r['dim'] <= 0:
         raise e.error('user sensor dim must be positive', attribute='dim')
+      if r['dim'] > MAX_ARRAY:
+        raise e.error(f'user sensor dim is too large (at most {MAX_ARRAY:.0e})', 'dim')
       self.note_unsupported('user sensors (computed by a callback)')
     else:
       raise e.error(f'sensor type <{tag}> is not supported by jaxsim')
@@ -1817,6 +1909,8 @@ class _Compiler:
           size = a.get('size', len(data))
           if size < len(data) or size <= 0:
             raise e.error('numeric size must be positive and hold the data', attribute='size')
+          if size > MAX_ARRAY:
+            raise e.error(f'numeric size {size} is too large (at most {MAX_ARRAY:.0e})', 'size')
           full = np.zeros(size)
           full[: len(data)] = data
           self.register('numeric', e, len(numeric))
@@ -1891,6 +1985,10 @@ class _Compiler:
         self.register('key', e, len(keys))
         keys.append(k)
     nkey = self.size.get('nkey', 0)
+    if nkey > len(keys) and nkey * (1 + nq + nv + na + nu + 7 * nmocap) > MAX_ARRAY:
+      raise self.nkey_elem.error(
+        f'nkey is too large: {nkey} keyframes exceed {MAX_ARRAY:.0e} values', attribute='nkey'
+      )
     while len(keys) < nkey:
       keys.append(copy.deepcopy(default_key))
       self.name_lists.setdefault('key', []).append('')
@@ -1936,6 +2034,25 @@ def _read_hfield(elem: Element, raw: bytes, path: str):
   lo, hi = data.min(), data.max()
   data = (data - lo) / (hi - lo) if hi > lo else np.zeros_like(data)
   return data.reshape(nrow, ncol)[::-1].reshape(-1), nrow, ncol
+
+
+def _sameframe(pos, quat, ipos=None, iquat=None) -> np.ndarray:
+  """mjtSameFrame of objects whose frame coincides (within 1e-6) with their body's or inertia's."""
+
+  def same_quat(a, b):
+    return (np.abs(a - b) < 1e-6).all(-1) | (np.abs(a + b) < 1e-6).all(-1)
+
+  unit = np.array([1.0, 0, 0, 0])
+  nullpos = (np.abs(pos) < 1e-6).all(-1)
+  nullrot = same_quat(quat, unit)
+  out = np.zeros(len(pos), dtype=int)
+  if ipos is not None:
+    inertiarot = same_quat(quat, iquat)
+    out[inertiarot] = 4
+    out[inertiarot & (np.abs(pos - ipos) < 1e-6).all(-1)] = 2
+  out[nullrot] = 3
+  out[nullrot & nullpos] = 1
+  return out
 
 
 def _fromto(e: Element, ft: np.ndarray, typ: int, size: np.ndarray):

@@ -6,6 +6,8 @@ import math
 
 import numpy as np
 
+from jaxsim.mjcf import frames
+
 PLANE, HFIELD, SPHERE, CAPSULE, ELLIPSOID, CYLINDER, BOX, MESH, SDF = range(9)
 
 
@@ -108,14 +110,13 @@ def box_inertia(box: np.ndarray, mass: float) -> np.ndarray:
   return mass * np.array([b2[1] + b2[2], b2[0] + b2[2], b2[0] + b2[1]]) / 3
 
 
-def principal_axes(tensor: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-  """Eigen-decomposition of a (3, 3) inertia tensor: (3,) moments and (3, 3) axes (columns).
+def principal_axes(tensor: np.ndarray, tol: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+  """Principal moments (3,) in decreasing order and axes (3, 3) (columns) of an inertia tensor.
 
-  Axes form a right-handed frame; moments are sorted in decreasing order like mjuu_eig3.
+  Uses MuJoCo's Jacobi iteration (mjuu_eig3) so that the frame, not only the tensor, is MuJoCo's:
+  the sign and order of the axes decide ximat.
   """
-  w, v = np.linalg.eigh(tensor)
-  order = np.argsort(-w, kind='stable')
-  w, v = w[order], v[:, order]
-  if np.linalg.det(v) < 0:
-    v[:, 2] = -v[:, 2]
-  return w, v
+  from jaxsim.mjcf.mesh import _eig3
+
+  w, q = _eig3([float(x) for x in np.asarray(tensor, dtype=float).reshape(9)], tol)
+  return np.array(w), frames.quat_to_mat(np.array(q))

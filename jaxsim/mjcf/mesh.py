@@ -724,6 +724,11 @@ def compile_mesh(
   label = name if name is not None else ''
   if inertia not in INERTIA_MODES:
     raise _err(f"unknown mesh inertia '{inertia}'; expected one of {', '.join(INERTIA_MODES)}")
+  # Check the counts before reshaping, so that bad counts are a ModelError, not numpy's ValueError.
+  if np.size(vert) % 3:
+    raise _err('vertex data must be points of 3 numbers')
+  if face is not None and np.size(face) % 3:
+    raise _err('face data must be triples of vertex indices')
   # Vertex data is single precision in mjsMesh, whatever it was specified with.
   with np.errstate(over='ignore'):
     v32 = np.asarray(vert, np.float64).reshape(-1, 3).astype(np.float32)

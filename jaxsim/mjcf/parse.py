@@ -21,6 +21,9 @@ from jaxsim.errors import ModelError
 _LINE = '__line__'
 _ORDER = '__order__'
 _MAX_INCLUDE_DEPTH = 32
+# Deepest element nesting accepted. MuJoCo's XML parser (tinyxml2) refuses to parse the content
+# of an element nested 499 deep (the document itself counting as level 1 of its 500).
+MAX_ELEMENT_DEPTH = 499
 
 
 @dataclasses.dataclass
@@ -50,6 +53,7 @@ class _LineRecordingExpat:
   def __init__(self, file: str):
     self._file = file
     self._order = 0
+    self._open: list[tuple[str, int]] = []  # (tag, line) of the elements being read
 
   def ParserCreate(self, *args, **kwargs):  # noqa: N802 (expat's name)
     parser = expat.ParserCreate(*args, **kwargs)
@@ -76,11 +80,30 @@ class _LineRecordingExpat:
           inner = value
 
           def start(tag, attrs):
+            if len(shim._open) >= MAX_ELEMENT_DEPTH:
+              # Named is the element whose content is too deep, as tinyxml2 refuses it.
+              ptag, pline = shim._open[-1]
+              raise ModelError(
+                f'element nesting is too deep: the content of <{ptag}> is nested more than '
+                f'{MAX_ELEMENT_DEPTH} levels deep',
+                file=shim._file,
+                line=pline,
+                element=ptag,
+              )
+            shim._open.append((tag, parser.CurrentLineNumber))
             shim._order += 1
             attrs = list(attrs) + [_LINE, str(parser.CurrentLineNumber), _ORDER, str(shim._order)]
             return inner(tag, attrs)
 
           value = start
+        elif name == 'EndElementHandler':
+          inner_end = value
+
+          def end(tag):
+            shim._open.pop()
+            return inner_end(tag)
+
+          value = end
         if name == 'EntityDeclHandler':
           return  # keep our refusal, which carries the line
         setattr(parser, name, value)
@@ -147,15 +170,23 @@ def expand_includes(
   directory: str,
   depth: int = 0,
   seen: tuple[str, ...] = (),
+  level: int = 1,
 ) -> Element:
   """Replaces every `<include file=...>` by the children of the included file's root element.
 
   `read(path)` returns a file's bytes; paths resolve relative to the including file's directory.
+  `level` is the nesting level of `root`: included content must not nest deeper than the parser
+  lets one file nest.
   """
+  if level >= MAX_ELEMENT_DEPTH and root.children:
+    raise root.error(
+      f'element nesting is too deep: the content of <{root.tag}> (with the files it includes) '
+      f'is nested more than {MAX_ELEMENT_DEPTH} levels deep'
+    )
   out = []
   for child in root.children:
     if child.tag != 'include':
-      out.append(expand_includes(child, read, directory, depth, seen))
+      out.append(expand_includes(child, read, directory, depth, seen, level + 1))
       continue
     extra = set(child.attrs) - {'file'}
     if extra:
@@ -175,7 +206,7 @@ def expand_includes(
       ) from e
     sub = parse_xml(data, path)
     # The included file's root is a container (conventionally <mujoco>); its children are spliced.
-    sub = expand_includes(sub, read, os.path.dirname(path), depth + 1, seen + (path,))
+    sub = expand_includes(sub, read, os.path.dirname(path), depth + 1, seen + (path,), level)
     out.extend(sub.children)
   return dataclasses.replace(root, children=out)
 

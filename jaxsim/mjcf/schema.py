@@ -349,6 +349,7 @@ MATERIAL = {
   'roughness': 'f',
   'rgba': 'f4',
 }
+LAYER = {'texture': 's', 'role': 'e:texrole'}
 HFIELD = {
   'name': 's',
   'content_type': 's',
@@ -636,17 +637,48 @@ NODEFAULT = {'name', 'class', 'lengthrange', *_TRN}
 _ARITY = re.compile(r'^(f|i)(\*|\d+(?:-\d+)?)?$')
 
 
+# Number tokens as MuJoCo's C-locale strtod/strtol read them (ASCII only: Python's float() and
+# int() would also take '1_0' and non-ASCII digits). Tokens are separated by ASCII whitespace.
+_SPACE = re.compile(r'[ \t\n\v\f\r]+')
+_INT = re.compile(r'[+-]?[0-9]+')
+_DECIMAL = re.compile(r'[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?')
+_HEX = re.compile(r'[+-]?0[xX](?:[0-9a-fA-F]+\.?[0-9a-fA-F]*|\.[0-9a-fA-F]+)(?:[pP][+-]?[0-9]+)?')
+_NONFINITE = re.compile(r'[+-]?(?:inf(?:inity)?|nan(?:\([0-9a-zA-Z_]*\))?)', re.IGNORECASE)
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+
+
+def _shown(token: str) -> str:
+  """A token quoted for a message, shortened when long."""
+  return repr(token if len(token) <= 40 else token[:37] + '...')
+
+
 def _numbers(elem: Element, attr: str, text: str, kind: str) -> list[float]:
-  parts = text.split()
   out = []
-  for p in parts:
-    try:
-      v = int(p) if kind == 'i' else float(p)
-    except ValueError:
-      expected = 'an integer' if kind == 'i' else 'a number'
-      raise elem.error(f'expected {expected}, got {p!r}', attribute=attr) from None
+  for p in _SPACE.split(text):
+    if not p:
+      continue
+    if kind == 'i':
+      if not _INT.fullmatch(p):
+        raise elem.error(f'expected an integer, got {_shown(p)}', attribute=attr)
+      # Python refuses to convert more than 4300 digits; any 11 significant digits are too many.
+      v = int(p) if len(p.lstrip('+-').lstrip('0')) <= 10 else INT32_MAX + 1
+      if not INT32_MIN <= v <= INT32_MAX:
+        raise elem.error(
+          f'number is too large: {_shown(p)} is out of the int32 range', attribute=attr
+        )
+    elif _DECIMAL.fullmatch(p):
+      v = float(p)
+    elif _HEX.fullmatch(p):
+      try:
+        v = float.fromhex(p)
+      except OverflowError:
+        v = math.inf
+    elif _NONFINITE.fullmatch(p):
+      v = math.nan
+    else:
+      raise elem.error(f'expected a number, got {_shown(p)}', attribute=attr)
     if kind == 'f' and not math.isfinite(v):
-      raise elem.error(f'non-finite value {p!r}', attribute=attr)
+      raise elem.error(f'non-finite value {_shown(p)}', attribute=attr)
     out.append(v)
   return out
 
