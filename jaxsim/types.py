@@ -349,6 +349,48 @@ def tree_structure(parentid: np.ndarray, dof_bodyid: np.ndarray, dof_parentid: n
   }
 
 
+def contact_candidates(c: Mapping[str, Any]) -> np.ndarray:
+  """(n, 2) geom pairs that may collide by MuJoCo's dynamic-pair rules, plus explicit <pair>s.
+
+  Rules of mj_collision's broadphase filter: different weld bodies, contype/conaffinity
+  compatible, not parent and child (unless the parent is the world or filterparent is off), not
+  excluded by body signature.
+  """
+  ngeom = len(c['geom_type'])
+  weld = np.asarray(c['body_weldid'])
+  parent = np.asarray(c['body_parentid'])
+  gb = np.asarray(c['geom_bodyid'])
+  ct, ca = np.asarray(c['geom_contype']), np.asarray(c['geom_conaffinity'])
+  i, j = np.triu_indices(ngeom, k=1)
+  b1, b2 = weld[gb[i]], weld[gb[j]]
+  ok = (b1 != b2) & (((ct[i] & ca[j]) != 0) | ((ct[j] & ca[i]) != 0))
+  filterparent = not (int(c['opt']['disableflags']) & DisableBit.FILTERPARENT)
+  if filterparent:
+    wp1, wp2 = weld[parent[b1]], weld[parent[b2]]
+    related = ((wp1 == b2) & (b2 != 0)) | ((wp2 == b1) & (b1 != 0))
+    ok &= ~related
+  lo, hi = np.minimum(gb[i], gb[j]), np.maximum(gb[i], gb[j])
+  excluded = np.isin((lo << 16) + hi, np.asarray(c.get('exclude_signature', ()), dtype=np.int64))
+  ok &= ~excluded
+  dyn = np.stack([i[ok], j[ok]], axis=1)
+  explicit = np.stack(
+    [np.asarray(c.get('pair_geom1', ()), int), np.asarray(c.get('pair_geom2', ()), int)], axis=1
+  ).reshape(-1, 2)
+  return np.concatenate([explicit, dyn]).astype(np.int32)
+
+
+def _constraint_counts(c: Mapping[str, Any]) -> dict[str, int]:
+  """Static counts of objects that can generate constraint rows, from the compiled arrays."""
+  count = lambda k: int(np.count_nonzero(np.asarray(c.get(k, ()))))  # noqa: E731
+  return {
+    'jnt_limited': count('jnt_limited'),
+    'tendon_limited': count('tendon_limited'),
+    'dof_frictionloss': count('dof_frictionloss'),
+    'tendon_frictionloss': count('tendon_frictionloss'),
+    'contact_pairs': len(contact_candidates(c)),
+  }
+
+
 def make_model(compiled: Mapping[str, Any]) -> Model:
   """Wraps compiled arrays into a Model; float arrays become jax.Array leaves (default dtype)."""
   dtype = jnp.asarray(0.0).dtype
@@ -358,6 +400,7 @@ def make_model(compiled: Mapping[str, Any]) -> Model:
   compiled.update(
     tree_structure(compiled['body_parentid'], compiled['dof_bodyid'], compiled['dof_parentid'])
   )
+  compiled['constraint_counts'] = _constraint_counts(compiled)
   for k, v in compiled.items():
     if k == 'opt':
       fields[k] = make_option(v, dtype)

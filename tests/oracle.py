@@ -1,0 +1,91 @@
+"""Shared helpers for comparing jaxsim with MuJoCo (the oracle) at random states, in float64."""
+
+from __future__ import annotations
+
+import mujoco
+import numpy as np
+
+import jaxsim
+
+# mjDSBL_CONSTRAINT: the smooth-dynamics comparisons run without constraints in both engines.
+NO_CONSTRAINT = int(mujoco.mjtDisableBit.mjDSBL_CONSTRAINT)
+
+
+def load_pair(path: str, disable: int = NO_CONSTRAINT, enable: int = 0):
+  """(jaxsim Model, mujoco MjModel) from one file, with the same flags added in both."""
+  mj = mujoco.MjModel.from_xml_path(path)
+  mj.opt.disableflags |= disable
+  mj.opt.enableflags |= enable
+  m = jaxsim.load(path)
+  opt = m.opt.replace(
+    disableflags=m.opt.disableflags | disable, enableflags=m.opt.enableflags | enable
+  )
+  return m.replace(opt=opt), mj
+
+
+def random_state(mj: mujoco.MjModel, rng: np.random.Generator, scale: float = 0.5):
+  """A random (qpos, qvel, act, ctrl): random unit quaternions for free and ball joints."""
+  qpos = mj.qpos0.copy()
+  for j in range(mj.njnt):
+    a, t = mj.jnt_qposadr[j], mj.jnt_type[j]
+    if t == mujoco.mjtJoint.mjJNT_FREE:
+      qpos[a : a + 3] += rng.normal(size=3) * scale
+      q = rng.normal(size=4)
+      qpos[a + 3 : a + 7] = q / np.linalg.norm(q)
+    elif t == mujoco.mjtJoint.mjJNT_BALL:
+      q = rng.normal(size=4)
+      qpos[a : a + 4] = q / np.linalg.norm(q)
+    else:
+      qpos[a] += rng.normal() * scale
+  qvel = rng.normal(size=mj.nv) * scale * 2
+  act = rng.uniform(0.05, 0.95, size=mj.na)
+  lo, hi = mj.actuator_ctrlrange[:, 0], mj.actuator_ctrlrange[:, 1]
+  limited = mj.actuator_ctrllimited.astype(bool) & (hi > lo)
+  # beyond the range now and then, so that clamping is exercised
+  ctrl = np.where(
+    limited, rng.uniform(lo - 0.1 * (hi - lo), hi + 0.1 * (hi - lo)), rng.normal(size=mj.nu)
+  )
+  return qpos, qvel, act, ctrl
+
+
+def mj_data(mj: mujoco.MjModel, qpos, qvel, act, ctrl, forward: bool = True) -> mujoco.MjData:
+  """MjData at the given state, after mj_forward."""
+  md = mujoco.MjData(mj)
+  md.qpos[:], md.qvel[:], md.act[:], md.ctrl[:] = qpos, qvel, act, ctrl
+  if forward:
+    mujoco.mj_forward(mj, md)
+  return md
+
+
+def jx_data(m: jaxsim.Model, qpos, qvel, act, ctrl) -> jaxsim.Data:
+  """jaxsim Data at the given state (not yet forwarded)."""
+  return jaxsim.make_data(m).replace(qpos=qpos, qvel=qvel, act=act, ctrl=ctrl)
+
+
+def full_m(mj: mujoco.MjModel, md: mujoco.MjData) -> np.ndarray:
+  """MuJoCo's dense joint-space inertia (nv, nv)."""
+  out = np.zeros((mj.nv, mj.nv))
+  mujoco.mj_fullM(mj, md, out)
+  return out
+
+
+def assert_close(name: str, ours, theirs, rtol: float = 1e-8, atol: float = 1e-12):
+  """|ours - theirs| <= rtol * max(|theirs|, max|theirs|) + atol, elementwise.
+
+  Relative to the larger of the element and the array's largest magnitude, so entries that are
+  round-off residues of a cancellation (e.g. 1e-17 where the array is O(1)) are not held to a
+  relative bound they cannot meet, while every entry is held to rtol of the array's scale.
+  """
+  ours, theirs = np.asarray(ours, dtype=np.float64), np.asarray(theirs, dtype=np.float64)
+  assert ours.shape == theirs.shape, f'{name}: shape {ours.shape} vs {theirs.shape}'
+  if ours.size == 0:
+    return
+  assert np.all(np.isfinite(ours)), f'{name}: non-finite values {ours}'
+  scale = np.maximum(np.abs(theirs), np.abs(theirs).max())
+  bad = np.abs(ours - theirs) > rtol * scale + atol
+  if bad.any():
+    idx = tuple(np.argwhere(bad)[0])
+    raise AssertionError(
+      f'{name}{list(idx)}: jaxsim {ours[idx]!r} vs mujoco {theirs[idx]!r} '
+      f'(max abs err {np.abs(ours - theirs).max():.3g})'
+    )
