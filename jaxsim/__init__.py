@@ -6,6 +6,8 @@ from collections.abc import Mapping
 
 from jaxsim import mjcf
 from jaxsim.errors import ModelError
+from jaxsim.forward import forward, step
+from jaxsim.rollout import rollout
 from jaxsim.types import (
   BiasType,
   ConeType,
@@ -24,8 +26,9 @@ from jaxsim.types import (
   SolverType,
   TrnType,
   WrapType,
-  make_data,
+  make_model,
 )
+from jaxsim.types import make_data as _make_data
 
 __version__ = '0.1.0'
 
@@ -48,21 +51,45 @@ __all__ = [
   'SolverType',
   'TrnType',
   'WrapType',
+  'forward',
   'load',
   'load_string',
   'make_data',
+  'rollout',
+  'step',
 ]
+
+
+def make_data(m: Model) -> Data:
+  """A Data at the model's qpos0, zero velocity, with contact slots and constraint rows sized for
+  the model as its options are now (mj_makeData + mj_resetData)."""
+  from jaxsim import constraint
+  from jaxsim.collision import driver
+
+  return _make_data(m, ncon=driver.ncon_max(m), nefc=constraint.layout(m).nefc)
+
+
+def _build(compiled: dict) -> Model:
+  """Model from compiled arrays, completed by the qpos0 pass (mj_setConst)."""
+  from jaxsim import constraint
+  from jaxsim.collision import driver, pairs
+  from jaxsim.setconst import set_const
+
+  compiled = dict(compiled)
+  compiled.update(set_const(compiled))
+  compiled['collision_pairs'] = pairs.candidate_pairs(compiled)
+  compiled['nconmax'] = 0
+  compiled['nefcmax'] = 0
+  m = make_model(compiled)
+  m = m.replace(nconmax=driver.ncon_max(m))
+  return m.replace(nefcmax=constraint.layout(m).nefc)
 
 
 def load(path: str, assets: Mapping[str, bytes] | None = None) -> Model:
   """Loads an MJCF model file into a Model."""
-  from jaxsim.types import make_model
-
-  return make_model(mjcf.compile_file(path, assets))
+  return _build(mjcf.compile_file(path, assets))
 
 
 def load_string(xml: str | bytes, assets: Mapping[str, bytes] | None = None) -> Model:
   """Loads MJCF text into a Model; `assets` maps file names to bytes for meshes and includes."""
-  from jaxsim.types import make_model
-
-  return make_model(mjcf.compile_string(xml, assets))
+  return _build(mjcf.compile_string(xml, assets))

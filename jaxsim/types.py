@@ -269,6 +269,8 @@ class Option(_Struct):
     'sdf_initpoints',
     'disableflags',
     'enableflags',
+    'disableactuator',
+    'has_fluid_params',
   )
 
 
@@ -308,6 +310,11 @@ class Data(_Struct):
 def make_option(opt: Mapping[str, Any], dtype) -> Option:
   """Builds an Option from compiled option values."""
   fields = {}
+  opt = dict(opt)
+  # static, as MJX's: fluid forces are traced only for models that have a fluid
+  opt['has_fluid_params'] = bool(
+    float(opt.get('density', 0)) > 0 or float(opt.get('viscosity', 0)) > 0
+  )
   for k, v in opt.items():
     fields[k] = int(v) if k in Option.STATIC else jnp.asarray(v, dtype=dtype)
   dynamic = tuple(k for k in fields if k not in Option.STATIC)
@@ -391,6 +398,10 @@ def _constraint_counts(c: Mapping[str, Any]) -> dict[str, int]:
   }
 
 
+# float arrays that are structure, not physics: wrap_prm holds side-site ids and pulley divisors
+_STATIC_FLOAT = frozenset({'wrap_prm'})
+
+
 def make_model(compiled: Mapping[str, Any]) -> Model:
   """Wraps compiled arrays into a Model; float arrays become jax.Array leaves (default dtype)."""
   dtype = jnp.asarray(0.0).dtype
@@ -401,13 +412,26 @@ def make_model(compiled: Mapping[str, Any]) -> Model:
     tree_structure(compiled['body_parentid'], compiled['dof_bodyid'], compiled['dof_parentid'])
   )
   compiled['constraint_counts'] = _constraint_counts(compiled)
+  # which dofs and tendons have friction-loss rows is structure (constraint row layout)
+  compiled['dof_hasfrictionloss'] = (np.asarray(compiled['dof_frictionloss']) != 0).astype(np.int8)
+  compiled['tendon_hasfrictionloss'] = (np.asarray(compiled['tendon_frictionloss']) > 0).astype(
+    np.int8
+  )
+  # static, as MuJoCo's ngravcomp: gravity compensation is traced only where some body has it
+  compiled['ngravcomp'] = int(np.count_nonzero(np.asarray(compiled['body_gravcomp'])))
   for k, v in compiled.items():
     if k == 'opt':
       fields[k] = make_option(v, dtype)
       dynamic.append(k)
-    elif isinstance(v, np.ndarray) and np.issubdtype(v.dtype, np.floating):
+    elif (
+      isinstance(v, np.ndarray) and np.issubdtype(v.dtype, np.floating) and k not in _STATIC_FLOAT
+    ):
       fields[k] = jnp.asarray(v, dtype=dtype)
       dynamic.append(k)
+    elif isinstance(v, np.ndarray) and k in _STATIC_FLOAT:
+      v = v.astype(np.float64, copy=True)
+      v.setflags(write=False)
+      fields[k] = v
     elif isinstance(v, np.ndarray):
       v = v.astype(np.int8 if v.dtype == np.int8 else np.int32, copy=True)
       v.setflags(write=False)
@@ -435,14 +459,24 @@ def make_contact(ncon: int, dtype) -> Contact:
     'geom2': i(ncon),
     'geom': i(ncon, 2),
     'efc_address': i(ncon),
+    'mu': z(ncon),
     'active': jnp.zeros(ncon, dtype=bool),
   }
   return Contact(fields, tuple(fields))
 
 
-def make_data(m: Model, ncon: int = 0, nefc: int = 0) -> Data:
-  """A Data at the model's qpos0 with zero velocity (mj_makeData + mj_resetData)."""
+def make_data(m: Model, ncon: int | None = None, nefc: int | None = None) -> Data:
+  """A Data at the model's qpos0 with zero velocity (mj_makeData + mj_resetData).
+
+  Contact slots and constraint rows have the model's static counts (`m.nconmax`, `m.nefcmax`)
+  unless given.
+  """
   dtype = m.qpos0.dtype
+  fields_ = set(m.fields())
+  if ncon is None:
+    ncon = int(m.nconmax) if 'nconmax' in fields_ else 0
+  if nefc is None:
+    nefc = int(m.nefcmax) if 'nefcmax' in fields_ else 0
   z = lambda *s: jnp.zeros(s, dtype=dtype)  # noqa: E731
   nv, nu, na = m.nv, m.nu, m.na
   nbody, ngeom, nsite, njnt = m.nbody, m.ngeom, m.nsite, m.njnt
@@ -458,6 +492,7 @@ def make_data(m: Model, ncon: int = 0, nefc: int = 0) -> Data:
     'ctrl': z(nu),
     'mocap_pos': m.body_pos[mocap] if nmocap else z(0, 3),
     'mocap_quat': m.body_quat[mocap] if nmocap else z(0, 4),
+    'eq_active': jnp.asarray(np.asarray(m.eq_active0, dtype=bool)),
     'qacc': z(nv),
     'qacc_warmstart': z(nv),
     'act_dot': z(na),
@@ -507,8 +542,19 @@ def make_data(m: Model, ncon: int = 0, nefc: int = 0) -> Data:
     'ncon': jnp.zeros((), dtype=jnp.int32),
     'efc_J': z(nefc, nv),
     'efc_pos': z(nefc),
+    'efc_margin': z(nefc),
+    'efc_frictionloss': z(nefc),
+    'efc_D': z(nefc),
+    'efc_R': z(nefc),
+    'efc_KBIP': z(nefc, 4),
+    'efc_vel': z(nefc),
+    'efc_aref': z(nefc),
     'efc_force': z(nefc),
+    'efc_state': jnp.zeros(nefc, dtype=jnp.int32),
+    'efc_active': jnp.zeros(nefc, dtype=bool),
     'efc_type': jnp.zeros(nefc, dtype=jnp.int32),
+    'efc_id': jnp.zeros(nefc, dtype=jnp.int32),
+    'solver_niter': jnp.zeros((), dtype=jnp.int32),
     'sensordata': z(m.nsensordata),
     'energy': z(2),
     'warning': jnp.zeros(4, dtype=jnp.int32),

@@ -34,6 +34,7 @@ FIELDS = (
   'actuator_actadr actuator_actnum actuator_group actuator_ctrllimited actuator_forcelimited '
   'actuator_actlimited actuator_actearly actuator_dynprm actuator_gainprm actuator_biasprm '
   'actuator_ctrlrange actuator_forcerange actuator_actrange actuator_gear actuator_cranklength '
+  'actuator_lengthrange '
   'tendon_adr tendon_num tendon_limited tendon_range tendon_solref_lim tendon_solimp_lim '
   'tendon_solref_fri tendon_solimp_fri tendon_margin tendon_stiffness tendon_damping '
   'tendon_frictionloss tendon_armature wrap_type wrap_objid wrap_prm '
@@ -72,13 +73,8 @@ def test_counts(pair):
 
 
 @pytest.mark.parametrize('field', FIELDS)
-def test_field(pair, field, request):
+def test_field(pair, field):
   m, mj = pair
-  if field in ('jnt_stiffness', 'dof_damping') and np.any(np.asarray(m.jnt_springdamper) != 0):
-    # springdamper turns a time constant and damping ratio into stiffness and damping through
-    # the joint-space inertia at qpos0 (dof_M0), which mj_setConst computes with the dynamics
-    # pipeline; that pass belongs to the smooth-dynamics issue. Strict: it must start failing.
-    request.applymarker(pytest.mark.xfail(strict=True, reason='needs dof_M0 (mj_setConst)'))
   _close(field, getattr(m, field), getattr(mj, field))
 
 
@@ -107,6 +103,26 @@ def test_body_inertia(pair):
     t1 = r1 @ np.diag(np.asarray(m.body_inertia[i])) @ r1.T
     t2 = r2 @ np.diag(mj.body_inertia[i]) @ r2.T
     _close(f'inertia tensor of body {i}', t1, t2)
+
+
+# Constants mj_setConst computes by running the dynamics at qpos0 (jaxsim/setconst.py).
+SETCONST = (
+  'dof_M0 body_invweight0 dof_invweight0 tendon_invweight0 tendon_length0 tendon_lengthspring '
+  'actuator_length0 actuator_acc0 eq_data dof_length'
+).split()
+STATISTICS = 'meaninertia meanmass meansize extent center'.split()
+
+
+@pytest.mark.parametrize('field', SETCONST)
+def test_setconst_field(pair, field):
+  m, mj = pair
+  _close(field, getattr(m, field), getattr(mj, field))
+
+
+def test_statistics(pair):
+  m, mj = pair
+  for k in STATISTICS:
+    _close(f'stat.{k}', m.stat[k], getattr(mj.stat, k))
 
 
 def test_equality_data_given_by_user(pair):

@@ -35,6 +35,8 @@ NEQDATA = 12
 JNT_FREE, JNT_BALL, JNT_SLIDE, JNT_HINGE = range(4)
 DYN_NONE, DYN_INTEGRATOR, DYN_FILTER, DYN_FILTEREXACT, DYN_MUSCLE = range(5)
 DYN_USER = 7
+GAIN_MUSCLE, BIAS_MUSCLE = 2, 2
+GAIN_USER, BIAS_USER = 6, 5  # mjGAIN_USER, mjBIAS_USER (MuJoCo 4 numbering)
 
 _TOP_LEVEL = {
   'compiler',
@@ -128,6 +130,7 @@ class _Compiler:
       'sdf_initpoints': 40,
       'disableflags': 0,
       'enableflags': 0,
+      'disableactuator': 0,
     }
     self.size = {}
     self.statistic = {}
@@ -167,6 +170,31 @@ class _Compiler:
   def read_element(self, elem: Element, table: dict, kind: str, cls: str) -> dict:
     base = self.defaults.get(cls, kind, elem)
     return schema.read_attrs(elem, table, base)
+
+  def _length_range(self, attrs, trntype: int, trnid) -> None:
+    """actuator lengthrange as MuJoCo's mj_setLengthRange decides it, short of simulating.
+
+    Which actuators need one (lengthrange mode), keeping a given one (useexisting), copying the
+    joint's or tendon's range (uselimit); the rest would need MuJoCo's simulation-based search,
+    which jaxsim names as unsupported.
+    """
+    lr = {'mode': 1, 'useexisting': True, 'uselimit': False, **getattr(self, 'lengthrange', {})}
+    ismuscle = attrs.get('gaintype') == GAIN_MUSCLE or attrs.get('biastype') == BIAS_MUSCLE
+    isuser = attrs.get('gaintype') == GAIN_USER or attrs.get('biastype') == BIAS_USER
+    mode = int(lr['mode'])
+    if mode == 0 or (mode == 1 and not ismuscle) or (mode == 2 and not ismuscle and not isuser):
+      return
+    rng = attrs['lengthrange']
+    if lr['useexisting'] and rng[0] < rng[1]:
+      return
+    if lr['uselimit']:
+      if trntype in (TRN_JOINT, TRN_JOINTINPARENT) and self.joints[trnid[0]]['limited_c']:
+        attrs['lengthrange'] = np.array(self.joints[trnid[0]]['range_c'], dtype=float)
+        return
+      if trntype == TRN_TENDON and self.tendons[trnid[0]]['limited_c']:
+        attrs['lengthrange'] = np.array(self.tendons[trnid[0]]['range'], dtype=float)
+        return
+    self.note_unsupported('actuator lengthrange by simulation (give lengthrange explicitly)')
 
   def note_unsupported(self, feature: str):
     if feature not in self.unsupported:
@@ -283,12 +311,13 @@ class _Compiler:
         raise e.error(f'{key} must be non-negative', attribute=key)
     if attrs.get('solver') == 0:
       self.note_unsupported('PGS solver (option solver="PGS"); use Newton or CG')
-    if attrs.get('integrator') == 2:
-      self.note_unsupported('implicit integrator (option integrator="implicit")')
-    attrs.pop('actuatorgroupdisable', None)
+    groups = attrs.pop('actuatorgroupdisable', None)
+    if groups is not None:
+      groups = np.atleast_1d(np.asarray(groups, dtype=int))
+      if ((groups < 0) | (groups > 30)).any():
+        raise e.error('actuator groups must be in 0..30', attribute='actuatorgroupdisable')
+      self.opt['disableactuator'] = int(np.bitwise_or.reduce(1 << groups, initial=0))
     self.opt.update(attrs)
-    if self.opt['density'] > 0 or self.opt['viscosity'] > 0 or (self.opt['wind'] != 0).any():
-      self.note_unsupported('fluid forces (option density/viscosity/wind)')
     for f in e.find('flag'):
       _only(f, set())
       flags = schema.read_attrs(f, schema.FLAG)
@@ -1221,7 +1250,6 @@ class _Compiler:
     out['dof_solref'] = _rows([joints[k]['solreffriction'] for k in dof_jnt], 2)
     out['dof_solimp'] = _rows([joints[k]['solimpfriction'] for k in dof_jnt], 5)
     # geoms
-    ng = len(geoms)
     out['geom_type'] = np.array([g['type'] for g in geoms], dtype=int)
     out['geom_contype'] = np.array([g['contype'] for g in geoms], dtype=int)
     out['geom_conaffinity'] = np.array([g['conaffinity'] for g in geoms], dtype=int)
@@ -1243,8 +1271,6 @@ class _Compiler:
     out['geom_rbound'] = np.array([_rbound(g, self) for g in geoms], dtype=float)
     out['geom_fluidshape'] = np.array([g['fluidshape'] for g in geoms], dtype=int)
     out['geom_fluidcoef'] = _rows([g['fluidcoef'] for g in geoms], 5)
-    if ng and (out['geom_fluidshape'] == 1).any():
-      self.note_unsupported('ellipsoid fluid model (geom fluidshape="ellipsoid")')
     for g in geoms:
       if (g['surfacevel'] != 0).any():
         self.note_unsupported('geom surfacevel')
@@ -1362,6 +1388,9 @@ class _Compiler:
       attrs['num'] = len(wraps) - attrs['adr']
       if attrs['num'] == 0:
         raise t.error('a tendon needs at least one path element')
+      geom_wrap = any(w[0] in (WRAP_SPHERE, WRAP_CYLINDER) for w in wraps[attrs['adr'] :])
+      if attrs['armature'] > 0 and geom_wrap:
+        raise t.error('geom wrapping not supported by tendon armature', attribute='armature')
       rng = np.array(attrs['range'])
       if attrs['limited'] == 2 and not self.comp['autolimits'] and (rng != 0).any():
         raise t.error("tendon has 'range' but not 'limited'", attribute='range')
@@ -1527,15 +1556,9 @@ class _Compiler:
       na_total += actnum
       if na_total > MAX_ARRAY:
         raise a.error(f'actdim is too large: more than {MAX_ARRAY:.0e} activations', 'actdim')
-      if (attrs['damping'] != 0).any() or attrs['armature'] != 0:
-        self.note_unsupported('actuator damping/armature')
       if 'nsample' in attrs or 'delay' in attrs:
         self.note_unsupported('actuator delay (nsample/delay)')
-      if dyn == DYN_MUSCLE and not (attrs['lengthrange'] != 0).any():
-        ok = trntype in (TRN_JOINT, TRN_JOINTINPARENT) and self.joints[trnid[0]]['limited_c']
-        ok |= trntype == TRN_TENDON and self.tendons[trnid[0]]['limited_c']
-        if not ok:
-          self.note_unsupported('muscle lengthrange by simulation (give lengthrange explicitly)')
+      self._length_range(attrs, trntype, trnid)
       rows.append((attrs, trntype, trnid, lim, actnum))
     nu = len(rows)
     actnum = np.array([r[4] for r in rows], dtype=int)
@@ -1564,6 +1587,9 @@ class _Compiler:
     out['actuator_cranklength'] = np.array([r[0]['cranklength'] for r in rows], dtype=float)
     out['actuator_lengthrange'] = _rows([r[0]['lengthrange'] for r in rows], 2)
     out['actuator_damping'] = np.array([r[0]['damping'][0] for r in rows], dtype=float)
+    out['actuator_dampingpoly'] = _rows(
+      [np.resize(np.append(r[0]['damping'][1:], [0.0, 0.0]), 2) for r in rows], 2
+    )
     out['actuator_armature'] = np.array([r[0]['armature'] for r in rows], dtype=float)
 
   def inherit_range(self, attrs, trntype, trnid, lim):

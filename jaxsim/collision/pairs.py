@@ -1,0 +1,92 @@
+"""Candidate geom pairs, fixed at compile time, by MuJoCo's filtering rules (mj_collision).
+
+Everything here is NumPy on the compiled (static) arrays: which geom pairs can ever touch and
+which collider each one uses. Whether a candidate touches at a given state is decided in the
+driver, under jit, with fixed shapes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from jaxsim.types import DisableBit, GeomType
+
+# MuJoCo's collision table (mjCOLLISIONFUNC): which ordered type pairs have a collider
+_NO_COLLIDER = {
+  (GeomType.PLANE, GeomType.PLANE),
+  (GeomType.PLANE, GeomType.HFIELD),
+  (GeomType.HFIELD, GeomType.HFIELD),
+}
+
+
+def has_collider(t1: int, t2: int) -> bool:
+  """Whether MuJoCo has a collision function for geom types t1 <= t2."""
+  return (min(t1, t2), max(t1, t2)) not in _NO_COLLIDER
+
+
+def _bitmask_ok(ct1, ca1, ct2, ca2) -> np.ndarray:
+  """contype/conaffinity compatibility (the opposite of MuJoCo's filterBitmask)."""
+  return ((ct1 & ca2) != 0) | ((ct2 & ca1) != 0)
+
+
+def candidate_pairs(c: Mapping[str, Any]) -> dict[str, np.ndarray]:
+  """Static candidate geom pairs of a compiled model, explicit <pair>s first.
+
+  Returns geom1, geom2 (n,) ordered so that geom_type[geom1] <= geom_type[geom2] as MuJoCo
+  calls its colliders, and ipair (n,): the <pair> index, or -1 for pairs found by the broadphase
+  rules (different weld bodies, not both dof-less, not parent and child unless filterparent is
+  disabled, body- and geom-level contype/conaffinity, not excluded, not overridden by a <pair>).
+  """
+  gtype = np.asarray(c['geom_type'])
+  gbody = np.asarray(c['geom_bodyid'])
+  ct, ca = np.asarray(c['geom_contype']), np.asarray(c['geom_conaffinity'])
+  weld = np.asarray(c['body_weldid'])
+  parent = np.asarray(c['body_parentid'])
+  dofnum = np.asarray(c['body_dofnum'])
+  nbody = len(weld)
+  flags = int(c['opt']['disableflags'])
+
+  g1 = list(np.asarray(c.get('pair_geom1', ()), dtype=int))
+  g2 = list(np.asarray(c.get('pair_geom2', ()), dtype=int))
+  ipair = list(range(len(g1)))
+  explicit = {(min(a, b), max(a, b)) for a, b in zip(g1, g2, strict=True)}
+
+  # body-level contype/conaffinity: OR over the body's geoms (add_pair)
+  body_ct = np.zeros(nbody, dtype=np.int64)
+  body_ca = np.zeros(nbody, dtype=np.int64)
+  np.bitwise_or.at(body_ct, gbody, ct)
+  np.bitwise_or.at(body_ca, gbody, ca)
+  excluded = set(np.asarray(c.get('exclude_signature', ()), dtype=np.int64).tolist())
+  weldparent = weld[parent[weld]]
+  filterparent = not flags & DisableBit.FILTERPARENT
+
+  ngeom = len(gtype)
+  a, b = np.triu_indices(ngeom, k=1)
+  ba, bb = gbody[a], gbody[b]
+  wa, wb = weld[ba], weld[bb]
+  ok = wa != wb
+  ok &= (dofnum[wa] != 0) | (dofnum[wb] != 0)
+  if filterparent:
+    related = (wa != 0) & (wb != 0) & ((wa == weldparent[wb]) | (wb == weldparent[wa]))
+    ok &= ~related
+  ok &= _bitmask_ok(body_ct[ba], body_ca[ba], body_ct[bb], body_ca[bb])
+  ok &= _bitmask_ok(ct[a], ca[a], ct[b], ca[b])
+  lo, hi = np.minimum(ba, bb), np.maximum(ba, bb)
+  sig = (lo << 16) + hi
+  ok &= ~np.isin(sig, np.fromiter(excluded, dtype=np.int64, count=len(excluded)))
+  for i, j in zip(a[ok], b[ok], strict=True):
+    if (i, j) in explicit or not has_collider(gtype[i], gtype[j]):
+      continue
+    g1.append(int(i))
+    g2.append(int(j))
+    ipair.append(-1)
+
+  g1, g2, ipair = np.asarray(g1, int), np.asarray(g2, int), np.asarray(ipair, int)
+  keep = np.array([has_collider(gtype[i], gtype[j]) for i, j in zip(g1, g2, strict=True)], bool)
+  g1, g2, ipair = g1[keep], g2[keep], ipair[keep]
+  swap = gtype[g1] > gtype[g2]
+  g1, g2 = np.where(swap, g2, g1), np.where(swap, g1, g2)
+  return {'geom1': g1, 'geom2': g2, 'ipair': ipair}

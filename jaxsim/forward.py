@@ -1,0 +1,141 @@
+"""The pipeline: forward dynamics, one step with the model's integrator, in MuJoCo's stage order.
+
+This is the only module that knows the order of the stages (mj_forward, mj_step).
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxsim import actuation, dynamics, integrate, kinematics, passive, tendon
+from jaxsim.types import Data, DisableBit, EnableBit, IntegratorType, Model
+
+
+def check_supported(m: Model) -> None:
+  """Raises NotImplementedError, naming what is missing, for models jaxsim cannot yet simulate."""
+  from jaxsim.collision import driver
+
+  if not m.opt.disableflags & (DisableBit.CONSTRAINT | DisableBit.CONTACT):
+    missing = driver.unsupported_pairs(m)
+    if missing:
+      names = ', '.join(f'{a}-{b}' for a, b in missing)
+      raise NotImplementedError(
+        f'no collider yet for geom type pairs {names}; set their contype/conaffinity to 0 or '
+        'disable contacts (<flag contact="disable"/>)'
+      )
+  if m.opt.integrator == IntegratorType.VARIATIONAL:
+    from jaxsim import variational
+
+    variational.check_supported(m)
+
+
+def fwd_position(m: Model, d: Data) -> Data:
+  """Position-dependent stages: kinematics, inertia, tendons, transmission (mj_fwdPosition)."""
+  d = kinematics.kinematics(m, d)
+  d = kinematics.com_pos(m, d)
+  d = tendon.tendon(m, d)
+  d = dynamics.crb(m, d)
+  d = dynamics.factor_m(m, d)
+  from jaxsim import constraint
+  from jaxsim.collision import driver
+
+  d = driver.collision(m, d)
+  d = constraint.make_constraint(m, d)
+  return actuation.transmission(m, d)
+
+
+def _bias(m: Model, d: Data) -> jax.Array:
+  """qfrc_bias (nv,): RNE without acceleration plus the tendon armature bias."""
+  qfrc = dynamics.rne(m, d)
+  if m.ntendon:
+    qfrc = qfrc + tendon.tendon_bias(m, d)
+  return qfrc
+
+
+def fwd_velocity(m: Model, d: Data) -> Data:
+  """Velocity-dependent stages: tendon/actuator velocities, cvel, passive, bias (mj_fwdVelocity)."""
+  ten_velocity = d.ten_J @ d.qvel
+  if m.opt.disableflags & DisableBit.ACTUATION:
+    actuator_velocity = jnp.zeros_like(d.actuator_velocity)
+  else:
+    actuator_velocity = d.actuator_moment @ d.qvel
+  d = d.replace(ten_velocity=ten_velocity, actuator_velocity=actuator_velocity)
+  d = kinematics.com_vel(m, d)
+  d = passive.passive(m, d)
+  from jaxsim import constraint
+
+  d = constraint.reference(m, d)
+  return d.replace(qfrc_bias=_bias(m, d))
+
+
+def _bias_of_qvel(m: Model, d: Data) -> jax.Array:
+  """qfrc_bias recomputed from d.qvel (for its velocity derivative)."""
+  return _bias(m, kinematics.com_vel(m, d.replace(ten_velocity=d.ten_J @ d.qvel)))
+
+
+def xfrc_accumulate(m: Model, d: Data) -> jax.Array:
+  """Generalized force (nv,) of the Cartesian wrenches xfrc_applied at body coms."""
+  body = np.arange(1, m.nbody)
+  if not body.size:
+    return jnp.zeros(m.nv, d.qvel.dtype)
+  xfrc = d.xfrc_applied[body]
+  return kinematics.apply_ft(m, d, xfrc[:, :3], xfrc[:, 3:], d.xipos[body], body)
+
+
+def fwd_acceleration(m: Model, d: Data) -> Data:
+  """qfrc_smooth and the unconstrained acceleration qacc_smooth (mj_fwdAcceleration)."""
+  qfrc_smooth = d.qfrc_passive - d.qfrc_bias + d.qfrc_applied + d.qfrc_actuator
+  qfrc_smooth = qfrc_smooth + xfrc_accumulate(m, d)
+  qacc_smooth = dynamics.solve_m(m, d, qfrc_smooth)
+  return d.replace(qfrc_smooth=qfrc_smooth, qacc_smooth=qacc_smooth)
+
+
+def fwd_constraint(m: Model, d: Data) -> Data:
+  """Constraint forces and qacc from the solver; qacc_smooth without rows (mj_fwdConstraint)."""
+  from jaxsim import constraint, solver
+
+  if not constraint.layout(m).nefc:
+    return d.replace(qacc=d.qacc_smooth, qfrc_constraint=jnp.zeros_like(d.qfrc_smooth))
+  return solver.solve(m, d)
+
+
+def _energy(m: Model, d: Data) -> Data:
+  if not m.opt.enableflags & EnableBit.ENERGY:
+    return d.replace(energy=jnp.zeros_like(d.energy))
+  return d.replace(energy=jnp.stack([passive.energy_pos(m, d), passive.energy_vel(m, d)]))
+
+
+def _forward(m: Model, d: Data, energy: bool = True) -> Data:
+  d = fwd_position(m, d)
+  d = fwd_velocity(m, d)
+  if energy:
+    d = _energy(m, d)
+  d = actuation.actuation(m, d)
+  d = fwd_acceleration(m, d)
+  return fwd_constraint(m, d)
+
+
+def forward(m: Model, d: Data) -> Data:
+  """Every derived quantity and qacc from the state; the state is unchanged (mj_forward)."""
+  check_supported(m)
+  return _forward(m, d)
+
+
+def step(m: Model, d: Data) -> Data:
+  """Advances the simulation one timestep with m.opt.integrator (mj_step)."""
+  check_supported(m)
+  d = _forward(m, d)
+  integrator = m.opt.integrator
+  if integrator == IntegratorType.EULER:
+    return integrate.euler(m, d)
+  if integrator == IntegratorType.RK4:
+    return integrate.rk4(m, d, lambda m_, d_: _forward(m_, d_, energy=False))
+  if integrator in (IntegratorType.IMPLICIT, IntegratorType.IMPLICITFAST):
+    return integrate.implicit(m, d, lambda d_: _bias_of_qvel(m, d_))
+  if integrator == IntegratorType.VARIATIONAL:
+    from jaxsim import variational
+
+    return variational.step(m, d)
+  raise NotImplementedError(f'integrator {integrator} is not supported')
