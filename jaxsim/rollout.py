@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import jax
 import jax.numpy as jnp
 
-from jaxsim import forward
+from jaxsim.forward import step as _step
 from jaxsim.types import Data, Model
 
 DEFAULT_RECORD = ('qpos', 'qvel', 'act', 'time')
@@ -17,7 +17,7 @@ def _single(
   m: Model, d: Data, ctrls: jax.Array, record: Sequence[str]
 ) -> tuple[Data, dict[str, jax.Array]]:
   def body(d, ctrl):
-    d = forward.step(m, d.replace(ctrl=ctrl))
+    d = _step(m, d.replace(ctrl=ctrl))
     return d, {k: getattr(d, k) for k in record}
 
   return jax.lax.scan(body, d, ctrls)

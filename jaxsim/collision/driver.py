@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxsim import math
-from jaxsim.collision import convex, primitive
+from jaxsim.collision import primitive
 from jaxsim.collision.geom import NO_CONTACT, Contacts, GeomInfo, make_frame
 from jaxsim.types import Data, DisableBit, EnableBit, GeomType, Model
 
@@ -28,6 +28,8 @@ def _collider(t1: int, t2: int) -> tuple[Callable[..., Contacts], int] | None:
   key = (GeomType(t1), GeomType(t2))
   if key in primitive.COLLIDERS:
     return primitive.COLLIDERS[key], primitive.MAX_CONTACTS[key]
+  from jaxsim.collision import convex
+
   if key in convex.CONVEX_PAIRS:
     fn = lambda g1, g2, margin: convex.collide_convex(g1, g2, margin, type1=t1, type2=t2)  # noqa: E731
     return fn, convex.CONVEX_PAIRS[key]

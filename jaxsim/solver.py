@@ -1,0 +1,622 @@
+"""Constraint solver: Newton and CG on MuJoCo's reduced primal problem (engine_solver.c).
+
+The unknown is qacc (nv,); the cost is Gauss 0.5*(qacc - qacc_smooth)' M (qacc - qacc_smooth) plus
+the convex constraint costs of jar = J qacc - aref row by row (equality: quadratic; friction loss:
+Huber; limits, frictionless and pyramidal contacts: one-sided quadratic; elliptic contacts: the
+three-zone cone cost). Both solvers take MuJoCo's steps: preconditioned search direction, exact
+line search on the piecewise-quadratic cost along it, MuJoCo's stopping tests. Loops have static
+trip counts (opt.iterations, opt.ls_iterations) and are `lax.scan`s in which steps after MuJoCo
+would have stopped are masked no-ops, so reverse-mode AD works for any iteration count.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxsim import dynamics
+from jaxsim.math import safe_norm
+from jaxsim.types import ConeType, Data, DisableBit, Model, SolverType
+
+MINVAL = 1e-15  # mjMINVAL
+
+# mjtConstraintState
+SATISFIED, QUADRATIC, LINEARNEG, LINEARPOS, CONE = 0, 1, 2, 3, 4
+
+# mjtConstraint
+EQUALITY, FRICTION_DOF, FRICTION_TENDON = 0, 1, 2
+LIMIT_JOINT, LIMIT_TENDON = 3, 4
+CONTACT_FRICTIONLESS, CONTACT_PYRAMIDAL, CONTACT_ELLIPTIC = 5, 6, 7
+
+
+class _Rows(NamedTuple):
+  """Static row classes of a constraint layout (NumPy).
+
+  eq, fri, one (nefc,): equality, friction-loss and one-sided (limit, frictionless, pyramidal)
+  rows; con (nell,): contact slots with an elliptic cone; rows (nell, 6): their rows, padded with
+  nefc; rmask (nell, 6): real rows; tmask (nell, 5): real tangent directions.
+  """
+
+  nefc: int
+  eq: np.ndarray
+  fri: np.ndarray
+  one: np.ndarray
+  con: np.ndarray
+  rows: np.ndarray
+  rmask: np.ndarray
+  tmask: np.ndarray
+
+
+def _rows(layout: Any) -> _Rows:
+  """Static row classes from the layout (rows in MuJoCo's order: ne, nf prefix)."""
+  nefc = int(layout.nefc)
+  typ = np.asarray(layout.type).reshape(nefc)
+  idx = np.arange(nefc)
+  ne, nf = int(layout.ne), int(layout.nf)
+  eq = idx < ne
+  fri = (idx >= ne) & (idx < ne + nf)
+  one = (
+    ~eq & ~fri & np.isin(typ, (LIMIT_JOINT, LIMIT_TENDON, CONTACT_FRICTIONLESS, CONTACT_PYRAMIDAL))
+  )
+  adr = np.asarray(layout.contact_efcadr, dtype=np.int64).reshape(-1)
+  dim = np.asarray(layout.contact_dim, dtype=np.int64).reshape(-1)
+  ell = np.array(
+    [
+      dim[c] > 1 and 0 <= adr[c] < nefc and typ[adr[c]] == CONTACT_ELLIPTIC for c in range(len(adr))
+    ],
+    dtype=bool,
+  ).reshape(-1)
+  con = np.flatnonzero(ell)
+  j = np.arange(6)
+  rmask = j[None, :] < dim[con][:, None]
+  rows = np.where(rmask, adr[con][:, None] + j[None, :], nefc)
+  if not np.array_equal(np.sort(rows[rmask]), idx[typ == CONTACT_ELLIPTIC]):
+    raise ValueError('layout: elliptic contact rows do not match the rows of type CONTACT_ELLIPTIC')
+  return _Rows(nefc, eq, fri, one, con, rows, rmask, rmask[:, 1:])
+
+
+class _Problem(NamedTuple):
+  """The dynamic inputs, fixed during a solve."""
+
+  J: jax.Array  # (nefc, nv)
+  D: jax.Array  # (nefc,)
+  R: jax.Array  # (nefc,)
+  floss: jax.Array  # (nefc,)
+  aref: jax.Array  # (nefc,)
+  active: jax.Array  # (nefc,) bool
+  mu: jax.Array  # (nell,)
+  fric: jax.Array  # (nell, 5), zero beyond condim - 1
+  M: jax.Array  # (nv, nv)
+  qfrc_smooth: jax.Array  # (nv,)
+  qacc_smooth: jax.Array  # (nv,)
+
+
+def _gather(x: jax.Array, r: _Rows) -> jax.Array:
+  """Rows of the elliptic contacts, (nell, 6, ...) with zeros in padded slots."""
+  pad = jnp.zeros((1,) + x.shape[1:], dtype=x.dtype)
+  return jnp.concatenate([x, pad])[r.rows] * r.rmask.reshape(r.rmask.shape + (1,) * (x.ndim - 1))
+
+
+def _scatter(xc: jax.Array, r: _Rows, fill: jax.Array) -> jax.Array:
+  """Writes per-contact rows (nell, 6) back into a row vector (nefc,)."""
+  return fill.at[r.rows.reshape(-1)].set(xc.reshape(-1), mode='drop')
+
+
+def _safe_sqrt(x: jax.Array) -> jax.Array:
+  pos = x > 0
+  return jnp.where(pos, jnp.sqrt(jnp.where(pos, x, 1.0)), 0.0)
+
+
+def _safe_div(a: jax.Array, b: jax.Array) -> jax.Array:
+  ok = b != 0
+  return jnp.where(ok, a / jnp.where(ok, b, 1.0), 0.0)
+
+
+def _cone_dm(p: _Problem, dc0: jax.Array) -> jax.Array:
+  """D0 / (mu^2 (1 + mu^2)): the middle-zone stiffness of an elliptic cone (nell,)."""
+  mu2 = p.mu * p.mu
+  return _safe_div(dc0, mu2 * (1 + mu2))
+
+
+class _Update(NamedTuple):
+  force: jax.Array  # (nefc,)
+  state: jax.Array  # (nefc,) int32
+  cost: jax.Array  # constraint cost, without Gauss
+  hc: jax.Array  # (nell, 6, 6) cone Hessians of contacts in the middle zone
+
+
+def _update_constraint(p: _Problem, r: _Rows, jar: jax.Array, cone_hessian: bool) -> _Update:
+  """efc_force, efc_state, constraint cost and cone Hessians at jar (mj_constraintUpdate_impl)."""
+  D, floss, act = p.D, p.floss, p.active
+  # friction loss: Huber in jar with bound R*floss
+  rf = p.R * floss
+  neg = jar <= -rf
+  pos = ~neg & (jar >= rf)
+  quad = 0.5 * D * jar * jar
+  f_fri = jnp.where(neg, floss, jnp.where(pos, -floss, -D * jar))
+  s_fri = jnp.where(neg, LINEARNEG, jnp.where(pos, LINEARPOS, QUADRATIC))
+  c_fri = jnp.where(
+    neg, -0.5 * rf * floss - floss * jar, jnp.where(pos, -0.5 * rf * floss + floss * jar, quad)
+  )
+  # one-sided rows
+  sat = jar >= 0
+  f_one = jnp.where(sat, 0.0, -D * jar)
+  s_one = jnp.where(sat, SATISFIED, QUADRATIC)
+  c_one = jnp.where(sat, 0.0, quad)
+
+  force = jnp.where(r.eq, -D * jar, jnp.where(r.fri, f_fri, jnp.where(r.one, f_one, 0.0)))
+  state = jnp.where(r.eq, QUADRATIC, jnp.where(r.fri, s_fri, jnp.where(r.one, s_one, SATISFIED)))
+  rowcost = jnp.where(r.eq, quad, jnp.where(r.fri, c_fri, jnp.where(r.one, c_one, 0.0)))
+  cost = jnp.sum(jnp.where(act, rowcost, 0.0))
+  nell = len(r.con)
+  hc = jnp.zeros((nell, 6, 6), dtype=jar.dtype)
+
+  if nell:
+    jc, dc = _gather(jar, r), _gather(D, r)
+    actc = _gather(act, r)[:, 0]
+    mu, fric = p.mu, p.fric
+    scl = jnp.concatenate([mu[:, None], fric], axis=1)  # dU/djar, (nell, 6)
+    u = jc * scl
+    n = u[:, 0]
+    ut = u[:, 1:]
+    t = safe_norm(ut)
+    top = (n >= mu * t) | ((t <= 0) & (n >= 0))
+    bottom = ~top & ((mu * n + t <= 0) | ((t <= 0) & (n < 0)))
+    middle = ~top & ~bottom
+    dm = _cone_dm(p, dc[:, 0])
+    nmt = n - mu * t
+    c_con = jnp.where(
+      bottom, 0.5 * jnp.sum(dc * jc * jc, axis=1), jnp.where(middle, 0.5 * dm * nmt * nmt, 0.0)
+    )
+    cost = cost + jnp.sum(jnp.where(actc, c_con, 0.0))
+    # middle zone implies t > 0
+    tm = jnp.where(middle, t, 1.0)
+    f0 = -dm * nmt * mu
+    fmid = jnp.concatenate([f0[:, None], (-f0 / tm)[:, None] * ut * fric], axis=1)
+    fc = jnp.where(bottom[:, None], -dc * jc, jnp.where(middle[:, None], fmid, 0.0))
+    fc = jnp.where(actc[:, None], fc, 0.0)
+    sc = jnp.where(top, SATISFIED, jnp.where(bottom, QUADRATIC, CONE))
+    sc = jnp.broadcast_to(sc[:, None], (nell, 6))
+    force = _scatter(fc, r, force)
+    state = _scatter(sc, r, state)
+    if cone_hessian:
+      # Hessian of 0.5*Dm*(N - mu*T)^2 in U, mapped to jar by diag(mu, friction)
+      h = jnp.zeros((nell, 6, 6), dtype=jar.dtype)
+      h = h.at[:, 0, 0].set(1.0)
+      row = (-mu / tm)[:, None] * ut
+      h = h.at[:, 0, 1:].set(row).at[:, 1:, 0].set(row)
+      blk = (mu * n / tm**3)[:, None, None] * ut[:, :, None] * ut[:, None, :]
+      blk = blk + (mu * mu - mu * n / tm)[:, None, None] * jnp.eye(5, dtype=jar.dtype)
+      h = h.at[:, 1:, 1:].set(blk)
+      h = dm[:, None, None] * scl[:, :, None] * h * scl[:, None, :]
+      hc = jnp.where((middle & actc)[:, None, None], h, 0.0)
+
+  force = jnp.where(act, force, 0.0)
+  state = jnp.where(act, state, SATISFIED).astype(jnp.int32)
+  return _Update(force, state, cost, hc)
+
+
+def _hessian(p: _Problem, r: _Rows, upd: _Update) -> jax.Array:
+  """Cholesky factor of H = M + J' D_quadratic J + cone Hessians (MakeHessian, HessianCone)."""
+  dq = jnp.where(upd.state == QUADRATIC, p.D, 0.0)
+  h = p.M + p.J.T @ (dq[:, None] * p.J)
+  if len(r.con):
+    jc = _gather(p.J, r)
+    h = h + jnp.einsum('cin,cij,cjm->nm', jc, upd.hc, jc)
+  return jnp.linalg.cholesky(h)
+
+
+class _Line(NamedTuple):
+  """The cost along the search direction (PrimalPrepare), with everything that does not depend
+  on the step length computed once per line search."""
+
+  start: jax.Array  # (nefc,) jar at alpha = 0
+  jv: jax.Array  # (nefc,) J search
+  quad: jax.Array  # (3, nefc) row quadratics in alpha, halved as in PrimalPrepare
+  cost0: jax.Array  # (nefc,) row cost at alpha = 0 (friction loss, one-sided)
+  fri: jax.Array  # (3, nefc) friction loss rows: floss, R*floss, zone at alpha = 0
+  cls: jax.Array  # (3, nefc) active equality, friction loss, one-sided rows
+  gauss: jax.Array  # (2,) linear and quadratic coefficients of the Gauss cost
+  cq: jax.Array  # (3, nell) vector quadratic of each elliptic contact
+  cu: jax.Array  # (6, nell) U0, V0, UU, UV, VV, Dm
+  c0: jax.Array  # (5, nell) zone, T, U0 - mu*T, 0.5*Dm*(mu*U0 + T)^2 at alpha = 0, active
+
+
+def _prepare(p: _Problem, r: _Rows, jaref, jv, search, ma, mv) -> _Line:
+  """Quadratic polynomials of each cost term along the search direction (PrimalPrepare)."""
+  D = jnp.where(p.active, p.D, 0.0)
+  quad = jnp.stack([0.5 * D * jaref * jaref, D * jaref * jv, 0.5 * D * jv * jv])
+  gauss = jnp.stack([search @ ma - p.qfrc_smooth @ search, 0.5 * search @ mv])
+  f = p.floss
+  rf = p.R * f
+  zs = jnp.where((-rf < jaref) & (jaref < rf), 0, jnp.where(jaref <= -rf, -1, 1))
+  fcost = jnp.where(zs == 0, quad[0], f * (zs * jaref - 0.5 * rf))
+  cost0 = jnp.where(r.fri, fcost, jnp.where(jaref < 0, quad[0], 0.0))
+  cls = jnp.stack([r.eq & p.active, r.fri & p.active, r.one & p.active])
+  fri = jnp.stack([f, rf, zs.astype(f.dtype)])
+  nell = len(r.con)
+  cq = jnp.zeros((3, nell), jaref.dtype)
+  cu = jnp.zeros((6, nell), jaref.dtype)
+  c0 = jnp.zeros((5, nell), jaref.dtype)
+  if nell:
+    qc = _gather(quad.T, r)  # (nell, 6, 3)
+    cq = jnp.sum(qc, axis=1).T
+    jc, vc = _gather(jaref, r), _gather(jv, r)
+    scl = jnp.concatenate([p.mu[:, None], p.fric], axis=1)
+    u, v = jc * scl, vc * scl
+    ut, vt = u[:, 1:], v[:, 1:]
+    dm = _cone_dm(p, _gather(D, r)[:, 0])
+    uu, uv, vv = (jnp.sum(a * b, axis=1) for a, b in ((ut, ut), (ut, vt), (vt, vt)))
+    cu = jnp.stack([u[:, 0], v[:, 0], uu, uv, vv, dm])
+    z0, t0 = _zone(u[:, 0], uu, p.mu)
+    gap0 = 0.5 * dm * (p.mu * u[:, 0] + t0) ** 2
+    act = _gather(p.active, r)[:, 0]
+    c0 = jnp.stack([z0.astype(dm.dtype), t0, u[:, 0] - p.mu * t0, gap0, act.astype(dm.dtype)])
+  return _Line(jaref, jv, quad, cost0, fri, cls, gauss, cq, cu, c0)
+
+
+# A line-search point (mjPrimalPnt) is an array (..., 4): alpha, cost, deriv[0], deriv[1].
+ALPHA, COST, D0, D1 = 0, 1, 2, 3
+
+
+def _zone(n, tsq, mu):
+  """Elliptic cone zone: 1 top, 2 bottom, 3 middle; and T = sqrt(tsq)."""
+  t = _safe_sqrt(tsq)
+  z = jnp.where(n >= mu * t, 1, jnp.where(mu * n + t <= 0, 2, 3))
+  return jnp.where(tsq <= 0, jnp.where(n < 0, 2, 1), z), t
+
+
+def _eval(p: _Problem, ln: _Line, alpha: jax.Array) -> jax.Array:
+  """Cost(alpha) - cost(0) and its first two derivatives along the search (PrimalEval).
+
+  Vectorised over alpha (k,), returns points (k, 4). Row costs are quadratics in alpha where a
+  row is quadratic (equality; one-sided rows below zero; friction loss inside its bound) and
+  linear where friction loss saturates; differences within one zone are formed directly, as
+  MuJoCo does, to avoid cancellation.
+  """
+  a = alpha[:, None]
+  start, jv = ln.start, ln.jv
+  x = start + a * jv
+  q0, q1, q2 = ln.quad
+  eq, fri, one = ln.cls
+  f, rf, zs = ln.fri
+  qa = a * (q1 + a * q2)
+  qd0 = q1 + 2 * a * q2
+
+  # friction loss: zone -1 / 0 / +1 at x
+  zx = jnp.where((-rf < x) & (x < rf), 0.0, jnp.where(x <= -rf, -1.0, 1.0))
+  lin = zx != 0
+  fc = jnp.where(lin, f * (zx * x - 0.5 * rf), q0 + qa) - ln.cost0
+  fc = jnp.where(zx == zs, jnp.where(lin, zx * f * a * jv, qa), fc)
+  # one-sided: quadratic below zero
+  neg = x < 0
+  oc = jnp.where(neg, q0 + qa, 0.0) - ln.cost0
+
+  quadratic = eq | (one & neg) | (fri & ~lin)
+  cost = jnp.where(eq, qa, jnp.where(fri, fc, jnp.where(one, oc, 0.0)))
+  d0 = jnp.where(quadratic, qd0, jnp.where(fri & lin, zx * f * jv, 0.0))
+  d1 = jnp.where(quadratic, 2 * q2, 0.0)
+  tot = jnp.stack([cost, d0, d1]).sum(axis=-1)
+
+  if ln.cq.shape[1]:
+    c0, c1, c2 = ln.cq
+    u0, v0, uu, uv, vv, dm = ln.cu
+    z0, t0, r0, gap0, act = ln.c0
+    mu = p.mu
+    n = u0 + a * v0
+    tsq = uu + a * (2 * uv + a * vv)
+    za, t = _zone(n, tsq, mu)
+    dq = a * (a * c2 + c1)
+    # both middle: rationalised to avoid cancellation
+    tdel = _safe_div(a * (2 * uv + a * vv), t + t0)
+    rdel = a * v0 - mu * tdel
+    nmt = n - mu * t
+    cases = (
+      ((2, 2), dq),
+      ((3, 3), 0.5 * dm * rdel * (2 * r0 + rdel)),
+      ((3, 2), dq + gap0),
+      ((2, 3), dq - 0.5 * dm * (mu * n + t) ** 2),
+      ((1, 2), dq + c0),
+      ((1, 3), 0.5 * dm * nmt * nmt),
+      ((3, 1), -0.5 * dm * r0 * r0),
+      ((2, 1), -c0),
+    )
+    cc = jnp.zeros_like(n)
+    for (i, j), val in cases:
+      cc = jnp.where((z0 == i) & (za == j), val, cc)
+    tm = jnp.where(za == 3, t, 1.0)
+    t1 = (uv + a * vv) / tm
+    t2 = vv / tm - (uv + a * vv) * t1 / (tm * tm)
+    g = v0 - mu * t1
+    cd0 = jnp.where(za == 2, 2 * a * c2 + c1, jnp.where(za == 3, dm * nmt * g, 0.0))
+    cd1 = jnp.where(za == 2, 2 * c2, jnp.where(za == 3, dm * (g * g - nmt * mu * t2), 0.0))
+    tot = tot + jnp.where(act > 0, jnp.stack([cc, cd0, cd1]), 0.0).sum(axis=-1)
+
+  g1, g2 = ln.gauss
+  cost = tot[0] + alpha * (g1 + alpha * g2)
+  d0 = tot[1] + g1 + 2 * alpha * g2
+  # not convex: SHOULD NOT OCCUR
+  d1 = tot[2] + 2 * g2
+  d1 = jnp.where(d1 <= 0, MINVAL, d1)
+  return jnp.stack([alpha, cost, d0, d1], axis=-1)
+
+
+def _newton(pt: jax.Array) -> jax.Array:
+  """Newton step on the line from a point (4,)."""
+  return pt[ALPHA] - pt[D0] / pt[D1]
+
+
+def _update_bracket(pt: jax.Array, cands: jax.Array) -> tuple[jax.Array, jax.Array]:
+  """Moves a bracket end to a candidate with smaller |deriv| of the same sign (updateBracket)."""
+  flag = jnp.zeros((), bool)
+  for c in cands:
+    d, e = pt[D0], c[D0]
+    take = ((d < 0) & (e < 0) & (d < e)) | ((d > 0) & (e > 0) & (d > e))
+    pt = jnp.where(take, c, pt)
+    flag = flag | take
+  return pt, flag
+
+
+class _LS(NamedTuple):
+  """Line-search state.
+
+  phase: -2 evaluate p0, -1 evaluate p1, 0 one-sided search, 1 bracketed search, 2 done;
+  pts (4, 4): p1, p2, p1next, p2next; pend (2,): p1next / p2next are chosen (alpha set, counted
+  in lsiter) but not yet evaluated; res (2,): step length and improvement once done.
+  """
+
+  phase: jax.Array
+  lsiter: jax.Array
+  direction: jax.Array
+  pts: jax.Array
+  pend: jax.Array
+  res: jax.Array
+
+
+def _linesearch(p: _Problem, r: _Rows, ln: _Line, snorm, gtol, ls_iterations: int):
+  """Step length and improvement along the search direction (PrimalSearch).
+
+  MuJoCo's sequence (p0, the Newton point p1, Newton steps until the minimum is bracketed,
+  then bisection with Newton candidates) runs as one scan; each step first evaluates the points
+  the previous step chose, in one batched evaluation, then takes one MuJoCo loop iteration. A
+  bracketed iteration's midpoint is evaluated together with the previous iteration's Newton
+  candidates. Evaluations are counted as MuJoCo's LSiter; a step after MuJoCo returns is a no-op.
+  """
+  zero = jnp.zeros_like(snorm)
+  small = snorm < MINVAL
+  s = _LS(
+    phase=jnp.where(small, 2, -2).astype(jnp.int32),
+    lsiter=jnp.zeros((), jnp.int32),
+    direction=zero,
+    pts=jnp.zeros((4, 4), snorm.dtype).at[:, D1].set(1.0),  # finite Newton steps from unset points
+    pend=jnp.zeros(2, bool),
+    res=jnp.zeros(2, snorm.dtype),
+  )
+
+  def step(s: _LS, _):
+    p1, p2, p1n, p2n = s.pts
+    phase = s.phase
+    mid = 0.5 * (p1[ALPHA] + p2[ALPHA])
+    a0 = jnp.where(phase == -2, 0.0, jnp.where(phase == -1, _newton(p2), _newton(p1)))
+    a0 = jnp.where(phase == 1, p1n[ALPHA], a0)
+    e = _eval(p, ln, jnp.stack([a0, p2n[ALPHA], mid]))
+    room = s.lsiter < ls_iterations
+
+    # phase -2: p0 (kept in p2, which starts as p0); phase -1: p1 and the initial check
+    p1i = e[0]
+    init = (jnp.abs(p1i[D0]) < gtol) & ((p1i[ALPHA] == 0) | (p1i[COST] < 0))
+    s_m2 = s._replace(phase=jnp.int32(-1), lsiter=jnp.int32(1), pts=s.pts.at[1].set(e[0]))
+    s_m1 = s._replace(
+      phase=jnp.where(init, 2, 0).astype(jnp.int32),
+      lsiter=jnp.int32(2),
+      direction=jnp.where(p1i[D0] < 0, 1.0, -1.0),
+      pts=s.pts.at[0].set(p1i),
+      res=jnp.stack([p1i[ALPHA], -p1i[COST]]),
+    )
+
+    # phase 0: Newton steps while the slope points further out, then set up the bracket
+    go = (p1[D0] * s.direction <= -gtol) & room
+    pn = e[0]
+    conv0 = go & (jnp.abs(pn[D0]) < gtol) & (pn[COST] < 0)
+    fail = ~go & ~room  # could not bracket
+    s_0 = s._replace(
+      phase=jnp.where(conv0 | fail, 2, jnp.where(go, 0, 1)).astype(jnp.int32),
+      lsiter=s.lsiter + jnp.where(fail, 0, 1),
+      pts=jnp.where(go, jnp.stack([pn, p1, p1n, p2n]), jnp.stack([p1, p2, pn, p1])),
+      res=jnp.where(go, jnp.stack([pn[ALPHA], -pn[COST]]), jnp.stack([p1[ALPHA], -p1[COST]])),
+    )
+
+    # phase 1: complete the pending candidates, then one bracketed iteration
+    p1n = jnp.where(s.pend[0], e[0], p1n)
+    p2n = jnp.where(s.pend[1], e[1], p2n)
+    pmid = e[2]
+    cands = jnp.stack([p1n, p2n, pmid])
+    ok = jnp.abs(cands[:, D0]) < gtol
+    best, found = cands[0], ok[0]
+    for k in (1, 2):
+      take = ok[k] & (~found | (cands[k, COST] < best[COST]))
+      best = jnp.where(take, cands[k], best)
+      found = found | ok[k]
+    b1, f1 = _update_bracket(p1, cands)
+    b2, f2 = _update_bracket(p2, cands)
+    stuck = ~f1 & ~f2  # numerical accuracy reached: take the midpoint
+    hit = jnp.where(found, best, pmid)
+    # out of evaluations: the better bracket end, if it improves
+    use1 = (p1[COST] <= p2[COST]) & (p1[COST] < 0)
+    use2 = ~use1 & (p2[COST] <= p1[COST]) & (p2[COST] < 0)
+    fin = jnp.where(use1, p1, p2)
+    fin = jnp.where(use1 | use2, jnp.stack([fin[ALPHA], -fin[COST]]), 0.0)
+    nxt = jnp.stack([b1, b2, p1n.at[ALPHA].set(_newton(b1)), p2n.at[ALPHA].set(_newton(b2))])
+    s_1 = s._replace(
+      phase=jnp.where(~room | found | stuck, 2, 1).astype(jnp.int32),
+      lsiter=s.lsiter + jnp.where(room, 1 + f1.astype(jnp.int32) + f2.astype(jnp.int32), 0),
+      pts=jnp.where(jnp.stack([True, True, f1, f2])[:, None], nxt, jnp.stack([b1, b2, p1n, p2n])),
+      pend=jnp.stack([f1, f2]),
+      res=jnp.where(room, jnp.stack([hit[ALPHA], -hit[COST]]), fin),
+    )
+
+    new = s_1
+    for ph, sp in ((-2, s_m2), (-1, s_m1), (0, s_0)):
+      new = jax.tree_util.tree_map(lambda x, y, ph=ph: jnp.where(phase == ph, x, y), sp, new)
+    new = jax.tree_util.tree_map(lambda x, y: jnp.where(phase == 2, x, y), s, new)
+    return new, None
+
+  # two steps evaluate p0 and p1; after them, each step that evaluates starts with
+  # lsiter < ls_iterations (lsiter starts at 2), and one more step ends the search
+  s, _ = jax.lax.scan(step, s, None, length=max(ls_iterations - 1, 1) + 2)
+  return s.res[0], s.res[1]
+
+
+class _Ctx(NamedTuple):
+  """Solver state (mjPrimalContext's dynamic part)."""
+
+  qacc: jax.Array  # (nv,)
+  ma: jax.Array  # (nv,) M qacc
+  jaref: jax.Array  # (nefc,) J qacc - aref
+  force: jax.Array  # (nefc,)
+  state: jax.Array  # (nefc,)
+  grad: jax.Array  # (nv,)
+  mgrad: jax.Array  # (nv,) H^-1 grad (Newton) or M^-1 grad (CG)
+  search: jax.Array  # (nv,)
+  first: jax.Array  # bool: the step that evaluates the starting point
+  done: jax.Array  # bool
+  niter: jax.Array  # int32
+
+
+def solve(m: Model, d: Data, layout: Any = None) -> Data:
+  """qacc, efc_force, efc_state, qfrc_constraint, solver_niter (mj_fwdConstraint, mj_solPrimal).
+
+  Reads efc_J (nefc, nv), efc_D, efc_R, efc_frictionloss, efc_aref, efc_active (nefc,), qM and its
+  Cholesky factor qLD (nv, nv), qfrc_smooth, qacc_smooth, qacc_warmstart (nv,), contact mu and
+  friction; `layout` is the static row layout (default `jaxsim.constraint.layout(m)`).
+  Monolithic solve (MuJoCo with islands disabled); rows with efc_active False take no part.
+  Improvement and gradient tests are scaled by 1 / trace(qM), as mujoco 4.0.0 does; PGS is not
+  offered. qacc_warmstart is read, not written.
+  """
+  if layout is None:
+    from jaxsim import constraint
+
+    layout = constraint.layout(m)
+  r = _rows(layout)
+  nv, nefc = m.nv, r.nefc
+  dtype = d.qacc_smooth.dtype
+  if d.efc_J.shape != (nefc, nv):
+    raise ValueError(f'efc_J has shape {d.efc_J.shape}; the layout needs {(nefc, nv)}')
+  if nefc == 0 or nv == 0:
+    return d.replace(
+      qacc=d.qacc_smooth,
+      qfrc_constraint=jnp.zeros(nv, dtype),
+      efc_force=jnp.zeros(nefc, dtype),
+      efc_state=jnp.zeros(nefc, jnp.int32),
+      solver_niter=jnp.zeros((), jnp.int32),
+    )
+  solver = int(m.opt.solver)
+  if solver not in (SolverType.CG, SolverType.NEWTON):
+    raise ValueError(f'solver {solver} is not supported: use Newton ({SolverType.NEWTON}) or CG')
+  flg_newton = solver == SolverType.NEWTON
+  cone_hessian = flg_newton and int(m.opt.cone) == ConeType.ELLIPTIC and len(r.con) > 0
+  tol = m.opt.tolerance
+  ls_tol = tol * m.opt.ls_tolerance
+
+  con = d.contact
+  fric = con.friction[r.con, :5] * r.tmask if len(r.con) else jnp.zeros((0, 5), dtype)
+  p = _Problem(
+    J=d.efc_J,
+    D=jnp.where(d.efc_active, d.efc_D, 0.0),
+    R=d.efc_R,
+    floss=d.efc_frictionloss,
+    aref=d.efc_aref,
+    active=d.efc_active,
+    mu=con.mu[r.con] if len(r.con) else jnp.zeros(0, dtype),
+    fric=fric,
+    M=d.qM,
+    qfrc_smooth=d.qfrc_smooth,
+    qacc_smooth=d.qacc_smooth,
+  )
+  solve_m = lambda x: dynamics.solve_m(m, d, x)
+  # improvement and gradient are scaled by the total inertia of the dofs being solved: mujoco
+  # 4.0.0 uses sum(diag(M)) at the current state (its island formula) for the monolithic solve
+  # too, not stat.meaninertia * nv as engine_solver.c reads (measured: the solver's statistics
+  # do not change with stat.meaninertia)
+  scale = 1.0 / jnp.trace(p.M)
+
+  def gauss(qacc, ma):
+    return 0.5 * (ma - p.qfrc_smooth) @ (qacc - p.qacc_smooth)
+
+  # warm start: the better of qacc_warmstart and qacc_smooth by total cost (warmstart())
+  if m.opt.disableflags & DisableBit.WARMSTART:
+    qacc = p.qacc_smooth
+  else:
+    ws = d.qacc_warmstart
+    jar = jnp.stack([p.J @ ws - p.aref, p.J @ p.qacc_smooth - p.aref])
+    cost = jax.vmap(lambda j: _update_constraint(p, r, j, False).cost)(jar)
+    qacc = jnp.where(cost[0] + gauss(ws, p.M @ ws) > cost[1], p.qacc_smooth, ws)
+
+  zv, zc = jnp.zeros(nv, dtype), jnp.zeros(nefc, dtype)
+  f, i0 = jnp.zeros((), bool), jnp.zeros((), jnp.int32)
+  ctx = _Ctx(qacc, p.M @ qacc, p.J @ qacc - p.aref, zc, i0 + zc, zv, zv, zv, ~f, f, i0)
+
+  def iteration(c: _Ctx, _):
+    """One iteration of mj_solPrimal's loop; the first step only evaluates the start."""
+    # line search and move; the first step's search is zero, so it stays in place
+    search = c.search
+    mv = p.M @ search
+    jv = p.J @ search
+    snorm = safe_norm(search)
+    ln = _prepare(p, r, c.jaref, jv, search, c.ma, mv)
+    alpha, ls_improvement = _linesearch(
+      p, r, ln, snorm, ls_tol * snorm / scale, m.opt.ls_iterations
+    )
+    stop = (alpha == 0) & ~c.first  # no improvement
+    qacc = c.qacc + alpha * search
+    ma = c.ma + alpha * mv
+    jaref = c.jaref + alpha * jv
+
+    upd = _update_constraint(p, r, jaref, cone_hessian)
+    grad = ma - p.qfrc_smooth - p.J.T @ upd.force
+    mgrad_m = solve_m(grad)
+    if flg_newton:
+      mgrad = jax.scipy.linalg.cho_solve((_hessian(p, r, upd), True), grad)
+    else:
+      mgrad = mgrad_m
+
+    improvement = scale * ls_improvement
+    grad_ok = scale * safe_norm(grad) < tol
+    converged = ((improvement > 0) & (improvement < tol)) | grad_ok
+    # at the start: the certificate cost - cost* <= 0.5 grad' M^-1 grad; Newton also requires
+    # the gradient test (its solutions are force-accurate)
+    gap = jnp.maximum(0.0, 0.5 * scale * grad @ mgrad_m) < tol
+    if flg_newton:
+      # Newton decrement: the model's predicted improvement of the next step
+      dec_ok = jnp.maximum(0.0, 0.5 * scale * grad @ mgrad) < tol
+      converged = jnp.where(c.first, grad_ok & (gap | dec_ok), converged | dec_ok)
+      search_new = -mgrad
+    else:
+      converged = jnp.where(c.first, gap, converged)
+      # Hager-Zhang conjugate direction (MuJoCo's default CG update), steepest descent on loss
+      # of conjugacy
+      ydif, mydif = grad - c.grad, mgrad - c.mgrad
+      d_dot_y = search @ ydif
+      lost = (d_dot_y < MINVAL) | c.first
+      dy = jnp.where(lost, 1.0, d_dot_y)
+      beta_hz = (ydif @ mgrad - 2 * (ydif @ mydif / dy) * (search @ grad)) / dy
+      eta_k = -1.0 / jnp.maximum(MINVAL, snorm * jnp.minimum(0.01, safe_norm(grad)))
+      beta = jnp.where(lost, 0.0, jnp.maximum(eta_k, beta_hz))
+      search_new = -mgrad + beta * search
+
+    niter = c.niter + jnp.where(c.first, 0, 1).astype(jnp.int32)
+    new = _Ctx(qacc, ma, jaref, upd.force, upd.state, grad, mgrad, search_new, f, converged, niter)
+    out = jax.tree_util.tree_map(lambda x, y: jnp.where(c.done | stop, x, y), c, new)
+    return out._replace(done=c.done | stop | converged), None
+
+  ctx, _ = jax.lax.scan(jax.checkpoint(iteration), ctx, None, length=m.opt.iterations + 1)
+  return d.replace(
+    qacc=ctx.qacc,
+    qfrc_constraint=p.J.T @ ctx.force,
+    efc_force=ctx.force,
+    efc_state=ctx.state,
+    solver_niter=ctx.niter,
+  )

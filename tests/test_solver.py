@@ -1,0 +1,619 @@
+"""jaxsim.solver against MuJoCo's Newton and CG solvers (mj_fwdConstraint, monolithic).
+
+The solver's inputs are MuJoCo's own constraint rows (dense efc_J, efc_D, efc_R, efc_aref,
+efc_frictionloss, contact mu/friction/dim, qM, qfrc_smooth, qacc_smooth, qacc_warmstart) at states
+from MuJoCo rollouts with random controls, padded with inactive garbage rows and an inactive
+contact slot; the layout is built here from MuJoCo's efc_type/efc_id. So these tests exercise the
+solver alone, independent of jaxsim's constraint rows.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import os
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import mujoco
+import numpy as np
+import pytest
+
+import jaxsim
+from jaxsim import solver
+from jaxsim.types import Contact, Data, Model, make_data, make_option
+from tests.models import dm_control_suite
+
+ISLAND = int(mujoco.mjtDisableBit.mjDSBL_ISLAND)
+WARMSTART = int(mujoco.mjtDisableBit.mjDSBL_WARMSTART)
+NEWTON, CG = int(mujoco.mjtSolver.mjSOL_NEWTON), int(mujoco.mjtSolver.mjSOL_CG)
+CONE = int(mujoco.mjtConstraintState.mjCNSTRSTATE_CONE)
+EQUALITY, FRICTION_DOF, LIMIT_JOINT = 0, 1, 3
+FRICTIONLESS, CONTACT_PYRAMIDAL, CONTACT_ELLIPTIC = 5, 6, 7
+
+
+class Layout(NamedTuple):
+  """The static row layout of the constraint contract, built from MuJoCo's rows."""
+
+  nefc: int
+  type: np.ndarray
+  id: np.ndarray
+  ne: int
+  nf: int
+  contact_efcadr: np.ndarray
+  contact_nrow: np.ndarray
+  contact_dim: np.ndarray
+
+
+# Own model: every row kind. A box (condim 3), a sphere (condim 6), a capsule (condim 4) on a
+# plane and a frictionless ellipsoid on a frictionless pad (a contact's condim is the larger of
+# its geoms'), a frictionloss slide joint and a frictionloss hinge, a hinge held outside its range,
+# a joint equality and a connect equality.
+FEATURES = """
+<mujoco>
+  <option cone="{cone}" impratio="10" timestep="0.005"/>
+  <worldbody>
+    <geom type="plane" size="5 5 .1"/>
+    <body pos="0 0 .1">
+      <freejoint/>
+      <geom type="box" size=".1 .08 .06" mass="1"/>
+    </body>
+    <body pos=".5 0 .1">
+      <freejoint/>
+      <geom type="sphere" size=".1" condim="6" friction="1 .02 .01"/>
+    </body>
+    <body pos="-.5 0 .1">
+      <freejoint/>
+      <geom type="capsule" size=".05 .1" condim="4" friction=".8 .05 .001" euler="0 90 0"/>
+    </body>
+    <geom type="box" pos="0 .5 0" size=".2 .2 .02" condim="1"/>
+    <body pos="0 .5 .1">
+      <freejoint/>
+      <geom type="ellipsoid" size=".1 .08 .06" condim="1"/>
+    </body>
+    <body pos="0 -1 1">
+      <joint name="slide" type="slide" axis="1 0 0" frictionloss="2" damping=".1"/>
+      <geom type="capsule" size=".03" fromto="0 0 0 0 0 -.3" contype="0" conaffinity="0"/>
+      <body pos="0 0 -.3">
+        <joint name="h1" type="hinge" axis="0 1 0" range="3 20" limited="true"/>
+        <geom type="capsule" size=".03" fromto="0 0 0 .3 0 0" contype="0" conaffinity="0"/>
+        <body pos=".3 0 0">
+          <joint name="h2" type="hinge" axis="0 1 0" frictionloss=".3"/>
+          <geom type="capsule" size=".03" fromto="0 0 0 .3 0 0" contype="0" conaffinity="0"/>
+          <body name="tip" pos=".3 0 0">
+            <joint name="h3" type="hinge" axis="0 1 0"/>
+            <geom type="capsule" size=".03" fromto="0 0 0 .3 0 0" contype="0" conaffinity="0"/>
+          </body>
+        </body>
+      </body>
+    </body>
+    <body name="anchor" pos=".9 -1 .7"/>
+  </worldbody>
+  <equality>
+    <joint joint1="h2" joint2="h3" polycoef="0 -.5 0 0 0"/>
+    <connect body1="tip" body2="anchor" anchor=".3 0 0"/>
+  </equality>
+  <actuator>
+    <motor joint="slide" gear="20"/>
+    <motor joint="h1" gear="10"/>
+  </actuator>
+</mujoco>
+"""
+
+
+def solver_model(mj: mujoco.MjModel) -> Model:
+  """A jaxsim Model with what the solver reads (nv and the solver options), from mj.
+
+  Together with `solver_data` this keeps the comparison tests independent of the compiler,
+  setconst and make_data, for any model MuJoCo loads; `test_real_model` runs the solver on
+  jaxsim.load_string / make_data.
+  """
+  o = mj.opt
+  keys = ('impratio', 'tolerance', 'ls_tolerance', 'solver', 'cone', 'iterations')
+  keys += ('ls_iterations', 'disableflags', 'enableflags')
+  opt = make_option({k: getattr(o, k) for k in keys}, jnp.float64)
+  return Model({'nv': mj.nv, 'opt': opt}, ('opt',))
+
+
+def solver_options(m: jaxsim.Model, mj: mujoco.MjModel) -> jaxsim.Model:
+  """m with mj's solver options."""
+  o = mj.opt
+  opt = m.opt.replace(
+    solver=int(o.solver),
+    cone=int(o.cone),
+    iterations=int(o.iterations),
+    ls_iterations=int(o.ls_iterations),
+    disableflags=int(o.disableflags),
+    tolerance=jnp.asarray(o.tolerance),
+    ls_tolerance=jnp.asarray(o.ls_tolerance),
+  )
+  return m.replace(opt=opt)
+
+
+SOLVER_FIELDS = (
+  'qacc qacc_warmstart qacc_smooth qfrc_smooth qfrc_constraint qM qLD efc_J efc_D efc_R '
+  'efc_aref efc_frictionloss efc_active efc_type efc_id efc_force efc_state solver_niter'
+).split()
+
+
+def solver_data(nv: int, ncon: int, nefc: int) -> Data:
+  """A jaxsim Data with the fields the solver reads and writes (make_data's names and dtypes)."""
+  z = lambda *s: jnp.zeros(s, jnp.float64)
+  i = lambda *s: jnp.zeros(s, jnp.int32)
+  contact = {'friction': z(ncon, 5), 'mu': z(ncon), 'dim': i(ncon)}
+  fields = dict(
+    qacc=z(nv),
+    qacc_warmstart=z(nv),
+    qacc_smooth=z(nv),
+    qfrc_smooth=z(nv),
+    qfrc_constraint=z(nv),
+    qM=z(nv, nv),
+    qLD=z(nv, nv),
+    efc_J=z(nefc, nv),
+    efc_D=z(nefc),
+    efc_R=z(nefc),
+    efc_aref=z(nefc),
+    efc_frictionloss=z(nefc),
+    efc_active=jnp.zeros(nefc, bool),
+    efc_type=i(nefc),
+    efc_id=i(nefc),
+    efc_force=z(nefc),
+    efc_state=i(nefc),
+    solver_niter=i(),
+    contact=Contact(contact, tuple(contact)),
+  )
+  return Data(fields, tuple(fields))
+
+
+def rollout_state(mj: mujoco.MjModel, seed: int, nstep: int) -> mujoco.MjData:
+  """MjData after nstep steps with random controls, then mj_forward with islands disabled.
+
+  qacc_warmstart holds the previous step's qacc, as in a simulation.
+  """
+  rng = np.random.default_rng(seed)
+  md = mujoco.MjData(mj)
+  if mj.nkey:
+    mujoco.mj_resetDataKeyframe(mj, md, 0)
+  lo, hi = mj.actuator_ctrlrange.T
+  for _ in range(nstep):
+    md.ctrl[:] = np.where(mj.actuator_ctrllimited, rng.uniform(lo, hi), rng.normal(size=mj.nu))
+    mujoco.mj_step(mj, md)
+  mujoco.mj_forward(mj, md)
+  return md
+
+
+def problem(mj: mujoco.MjModel, md: mujoco.MjData, seed: int = 0, pad: bool = True, model=None):
+  """(Model, Data, Layout, real rows) for jaxsim.solver from MuJoCo's rows at md, plus padding.
+
+  With `model` (a jaxsim Model of the same MJCF), the Data comes from jaxsim.make_data.
+
+  Padding: an inactive row at the end of the equality, friction and limit sections and one
+  inactive contact slot (condim 3) at the end, all filled with garbage that must be masked.
+  """
+  rng = np.random.default_rng(seed)
+  nv, nefc = mj.nv, md.nefc
+  typ, ids = md.efc_type.copy(), md.efc_id.copy()
+  ne, nf = int(md.ne), int(md.nf)
+  ncon = md.ncon
+  cadr = md.contact.efc_address.copy()[:ncon]
+  assert np.all(cadr >= 0)
+  elliptic = mj.opt.cone == mujoco.mjtCone.mjCONE_ELLIPTIC
+  # new row order: section by section, with an inactive row appended to each section
+  order = []  # (mujoco row or -1, type, id)
+  sections = [
+    (0, ne, EQUALITY),
+    (ne, ne + nf, FRICTION_DOF),
+    (ne + nf, int(np.sum(typ < FRICTIONLESS)), LIMIT_JOINT),
+  ]
+  for a, b, t in sections:
+    order += [(i, typ[i], ids[i]) for i in range(a, b)]
+    if pad:
+      order.append((-1, int(t), 0))
+  start = sections[-1][1]
+  order += [(i, typ[i], ids[i]) for i in range(start, nefc)]
+  dim = md.contact.dim[:ncon].copy()
+  prow = 0
+  if pad:
+    prow = 3 if elliptic else 4
+    t = CONTACT_ELLIPTIC if elliptic else CONTACT_PYRAMIDAL
+    order += [(-1, int(t), ncon)] * prow
+    dim = np.append(dim, 3)
+  n = len(order)
+  src = np.array([o[0] for o in order])
+  real = src >= 0
+  new_of = np.full(nefc, -1)
+  new_of[src[real]] = np.flatnonzero(real)
+  efcadr = np.append(new_of[cadr], n - prow) if pad else new_of[cadr]
+  nrow = np.where(dim == 1, 1, dim if elliptic else 2 * (dim - 1))
+  layout = Layout(
+    nefc=n,
+    type=np.array([o[1] for o in order], np.int32),
+    id=np.array([o[2] for o in order], np.int32),
+    ne=ne + pad,
+    nf=nf + pad,
+    contact_efcadr=efcadr.astype(np.int32),
+    contact_nrow=nrow.astype(np.int32),
+    contact_dim=dim.astype(np.int32),
+  )
+
+  def rows(x, garbage):
+    out = np.array(garbage((n,) + x.shape[1:]))
+    out[real] = x[src[real]]
+    return out
+
+  j = md.efc_J.reshape(nefc, nv)
+  qm = np.zeros((nv, nv))
+  mujoco.mj_fullM(mj, md, qm)
+  ncs = ncon + pad
+  fric = np.abs(rng.normal(size=(ncs, 5)))
+  fric[:ncon] = md.contact.friction[:ncon]
+  mu = np.abs(rng.normal(size=ncs))
+  mu[:ncon] = md.contact.mu[:ncon]
+  if model is None:
+    m, d = solver_model(mj), solver_data(nv, ncs, n)
+  else:
+    m = solver_options(model, mj)
+    d = make_data(m, ncon=ncs, nefc=n)
+  contact = d.contact.replace(friction=fric, mu=mu, dim=dim.astype(np.int32))
+  d = d.replace(
+    contact=contact,
+    efc_J=rows(j, lambda k: rng.normal(size=k)),
+    efc_D=rows(md.efc_D, lambda k: rng.uniform(1, 10, k)),
+    efc_R=rows(md.efc_R, lambda k: rng.uniform(1, 10, k)),
+    efc_aref=rows(md.efc_aref, lambda k: rng.normal(size=k)),
+    efc_frictionloss=rows(md.efc_frictionloss, lambda k: rng.uniform(1, 2, k)),
+    efc_active=real,
+    efc_type=layout.type,
+    efc_id=layout.id,
+    qM=qm,
+    qLD=np.linalg.cholesky(qm),
+    qfrc_smooth=md.qfrc_smooth.copy(),
+    qacc_smooth=md.qacc_smooth.copy(),
+    qacc_warmstart=md.qacc_warmstart.copy(),
+  )
+  d = jax.tree_util.tree_map(jnp.asarray, d)
+  return m, d, layout, real
+
+
+@functools.cache
+def _solve_jit(layout_key):
+  """One jitted solve per layout (the layout is static)."""
+  return jax.jit(lambda m, d: solver.solve(m, d, layout_key.value))
+
+
+class _Key:
+  """Hashable wrapper of a Layout (NumPy arrays) for the jit cache."""
+
+  def __init__(self, layout):
+    self.value = layout
+    self._k = tuple(np.asarray(v).tobytes() if isinstance(v, np.ndarray) else v for v in layout)
+
+  def __hash__(self):
+    return hash(self._k)
+
+  def __eq__(self, other):
+    return self._k == other._k
+
+
+def run(m, d, layout):
+  return _solve_jit(_Key(layout))(m, d)
+
+
+@functools.cache
+def _solve_vmap(layout_key):
+  """One jitted solve over a batch of Data per layout."""
+  return jax.jit(jax.vmap(lambda m, d: solver.solve(m, d, layout_key.value), in_axes=(None, 0)))
+
+
+def relerr(a, b):
+  a, b = np.asarray(a), np.asarray(b)
+  return float(np.max(np.abs(a - b)) / max(np.max(np.abs(b)), 1e-12)) if b.size else 0.0
+
+
+def check(md, out, real, rtol_qacc, rtol_force, state=True):
+  """Compares qacc, efc_force, qfrc_constraint, efc_state with MuJoCo; returns the errors."""
+  force = np.asarray(out.efc_force)
+  err = {
+    'qacc': relerr(out.qacc, md.qacc),
+    'efc_force': relerr(force[real], md.efc_force),
+    'qfrc_constraint': relerr(out.qfrc_constraint, md.qfrc_constraint),
+  }
+  assert np.all(force[~real] == 0), 'inactive rows carry force'
+  assert np.all(np.asarray(out.efc_state)[~real] == 0)
+  assert err['qacc'] <= rtol_qacc, err
+  assert err['efc_force'] <= rtol_force, err
+  assert err['qfrc_constraint'] <= rtol_force, err
+  if state:
+    np.testing.assert_array_equal(np.asarray(out.efc_state)[real], md.efc_state)
+  # the same iterations as MuJoCo, stopping tests included
+  assert int(out.solver_niter) == md.solver_niter[0], (int(out.solver_niter), md.solver_niter[0])
+  return err
+
+
+def suite_path(name):
+  paths = {os.path.splitext(os.path.basename(p))[0]: p for p in dm_control_suite()}
+  return paths[name]
+
+
+def mj_model(path=None, xml=None, solver_=NEWTON):
+  """MjModel with a dense Jacobian and the monolithic solver (islands disabled)."""
+  mj = mujoco.MjModel.from_xml_path(path) if path else mujoco.MjModel.from_xml_string(xml)
+  mj.opt.jacobian = mujoco.mjtJacobian.mjJAC_DENSE
+  mj.opt.disableflags |= ISLAND
+  mj.opt.solver = solver_
+  return mj
+
+
+def forward(mj, md, tolerance):
+  """mj_forward at md's state with the given solver tolerance (qacc_warmstart is kept)."""
+  mj.opt.tolerance = tolerance
+  mujoco.mj_forward(mj, md)
+  return copy.copy(md)
+
+
+TIGHT, DEFAULT = 1e-12, 1e-8  # opt.tolerance: tight, and MuJoCo's default
+# Measured agreement (relative to the largest entry), as recorded by `test_suite` and
+# `test_features`: ~1e-14 for qacc and efc_force at both tolerances, identical solver_niter and
+# efc_state; the solutions at the default tolerance differ from the tight ones by up to ~1e-3
+# (CG) / 1e-9 (Newton) in efc_force, so MuJoCo's stopping tolerance is far above the agreement.
+ERRORS = {}
+
+
+@pytest.fixture(scope='module', autouse=True)
+def report_errors():
+  """Prints the measured agreement with MuJoCo (shown with pytest -s)."""
+  yield
+  for (tag, tol), err in sorted(ERRORS.items(), key=str):
+    vals = ' '.join(f'{k}={v:.1e}' if isinstance(v, float) else f'{k}={v}' for k, v in err.items())
+    print(f'{tag} tol={tol:g}: {vals}')
+
+
+def compare(mj, md, tag):
+  """Solves MuJoCo's problem at md with jaxsim at both tolerances and compares with MuJoCo."""
+  ref = {}
+  for tol in (TIGHT, DEFAULT):
+    ref[tol] = forward(mj, md, tol)
+  m, d, layout, real = problem(mj, ref[TIGHT])
+  for tol in (TIGHT, DEFAULT):
+    mdt = ref[tol]
+    out = run(m.replace(opt=m.opt.replace(tolerance=jnp.asarray(tol))), d, layout)
+    if tol == TIGHT:
+      err = check(mdt, out, real, 1e-6, 1e-5)
+    else:
+      # same algorithm from the same start: agreement well inside what the stopping tolerance
+      # allows, |mujoco(default) - mujoco(tight)|
+      slack = {
+        'qacc': relerr(mdt.qacc, ref[TIGHT].qacc),
+        'efc_force': relerr(mdt.efc_force, ref[TIGHT].efc_force),
+      }
+      err = check(mdt, out, real, max(1e-6, slack['qacc']), max(1e-5, slack['efc_force']), False)
+      err['stop_qacc'], err['stop_force'] = slack['qacc'], slack['efc_force']
+    err['niter'] = (int(out.solver_niter), int(mdt.solver_niter[0]))
+    ERRORS[(tag, tol)] = err
+  return m, d, layout
+
+
+def suite_state(name, seed=0):
+  """A state of a suite model with constraint rows, from a rollout with random controls."""
+  mj = mj_model(suite_path(name))
+  md = rollout_state(mj, seed=seed, nstep=200)
+  rng = np.random.default_rng(seed)
+  while md.nefc == 0 and md.time < 20:
+    md.ctrl[:] = rng.uniform(-1, 1, mj.nu)
+    mujoco.mj_step(mj, md)
+    mujoco.mj_forward(mj, md)
+  return mj, md
+
+
+# dm_control suite models with their kinds of rows at the rollout states: contacts (pyramidal;
+# elliptic in manipulator), joint and tendon limits, friction loss (finger), equality
+# (manipulator)
+SUITE = ['cheetah', 'humanoid', 'finger', 'ball_in_cup', 'manipulator']
+
+
+@pytest.mark.parametrize(
+  'name,solver_', [(n, NEWTON) for n in SUITE] + [('humanoid', CG)], ids=lambda v: str(v)
+)
+def test_suite(name, solver_):
+  """dm_control suite states: MuJoCo's rows solved by jaxsim, tight and default tolerance (CG
+  on one model to keep the file fast; test_features covers CG on every row kind)."""
+  mj, md = suite_state(name)
+  mj.opt.solver = solver_
+  assert md.nefc > 0
+  compare(mj, md, (name, solver_))
+
+
+def features_state(mj, seed):
+  """A state where every feature has rows: bodies dropped on the plane, the arm driven, then
+  the box and sphere set sliding and spinning so that friction cones are in every zone."""
+  md = rollout_state(mj, seed=seed, nstep=60)
+  rng = np.random.default_rng(seed)
+  for j in (0, 1, 3):  # the capsule rests: its cone stays in the bottom zone
+    md.qvel[6 * j : 6 * j + 6] = np.r_[rng.normal(size=2), 0, rng.normal(size=3) * 3]
+  mujoco.mj_forward(mj, md)
+  return md
+
+
+@pytest.mark.parametrize('solver_', [NEWTON, CG], ids=['newton', 'cg'])
+@pytest.mark.parametrize('cone', ['pyramidal', 'elliptic'])
+def test_features(cone, solver_):
+  """Every row kind, condim 1/3/4/6, pyramidal and elliptic (impratio 10); two states at once
+  under vmap, each against MuJoCo, one with a warm start worse than qacc_smooth."""
+  mj = mj_model(xml=FEATURES.format(cone=cone), solver_=solver_)
+  mds = [features_state(mj, seed) for seed in range(2)]
+  # the second state's warm start is poor: both pick qacc_smooth (warmstart())
+  mds[1].qacc_warmstart[:] = mds[1].qacc_smooth + 1e2
+  kinds = {int(t) for t in mds[0].efc_type}
+  contact = CONTACT_ELLIPTIC if cone == 'elliptic' else CONTACT_PYRAMIDAL
+  assert {EQUALITY, FRICTION_DOF, LIMIT_JOINT, FRICTIONLESS, contact} <= kinds, kinds
+  assert set(mds[0].contact.dim[: mds[0].ncon]) == {1, 3, 4, 6}
+  states = set(mds[0].efc_state)
+  assert mujoco.mjtConstraintState.mjCNSTRSTATE_LINEARPOS in states
+  if cone == 'elliptic':
+    # cones in the top (satisfied), middle (cone) and bottom (quadratic) zones
+    ell = mds[0].efc_state[mds[0].efc_type == CONTACT_ELLIPTIC]
+    assert set(ell) == {0, 1, 4}, set(ell)
+
+  probs = []
+  for tol in (TIGHT, DEFAULT):
+    refs = [forward(mj, md, tol) for md in mds]
+    probs = [problem(mj, md, seed=k) for k, md in enumerate(refs)]
+    layouts = [pr[2] for pr in probs]
+    assert _Key(layouts[0]) == _Key(layouts[1]), 'the two states have different layouts'
+    m, layout = probs[0][0], layouts[0]
+    dd = jax.tree_util.tree_map(lambda *x: jnp.stack(x), *[pr[1] for pr in probs])
+    outs = _solve_vmap(_Key(layout))(m, dd)
+    for k, md in enumerate(refs):
+      out = jax.tree_util.tree_map(lambda x, k=k: x[k], outs)
+      err = check(md, out, probs[k][3], 1e-6, 1e-5)
+      err['niter'] = (int(out.solver_niter), int(md.solver_niter[0]))
+      ERRORS[(('features', cone, k), solver_), tol] = err
+
+
+@pytest.mark.parametrize('cone', ['pyramidal', 'elliptic'])
+def test_linesearch_polynomials(cone):
+  """The line search's cost along a direction (PrimalEval) is the total cost (Gauss plus the
+  constraint costs of mj_constraintUpdate) minus its value at alpha = 0, and its derivatives
+  are the cost's: at step lengths that cross every zone boundary."""
+  mj = mj_model(xml=FEATURES.format(cone=cone))
+  md = features_state(mj, 0)
+  m, d, layout, real = problem(mj, md)
+  r = solver._rows(layout)
+  p = solver._Problem(
+    J=d.efc_J,
+    D=jnp.where(d.efc_active, d.efc_D, 0.0),
+    R=d.efc_R,
+    floss=d.efc_frictionloss,
+    aref=d.efc_aref,
+    active=d.efc_active,
+    mu=d.contact.mu[r.con],
+    fric=d.contact.friction[r.con, :5] * r.tmask,
+    M=d.qM,
+    qfrc_smooth=d.qfrc_smooth,
+    qacc_smooth=d.qacc_smooth,
+  )
+  rng = np.random.default_rng(1)
+  qacc = jnp.asarray(md.qacc)
+  search = jnp.asarray(rng.normal(size=mj.nv)) * jnp.abs(qacc).max()
+
+  def total(alpha):
+    q = qacc + alpha * search
+    cost = solver._update_constraint(p, r, p.J @ q - p.aref, False).cost
+    return cost + 0.5 * (p.M @ q - p.qfrc_smooth) @ (q - p.qacc_smooth)
+
+  @jax.jit
+  def evaluate(alpha):
+    jaref, jv = p.J @ qacc - p.aref, p.J @ search
+    ln = solver._prepare(p, r, jaref, jv, search, p.M @ qacc, p.M @ search)
+    return solver._eval(p, ln, alpha), jax.vmap(total)(alpha) - total(0.0)
+
+  alpha = jnp.asarray(np.linspace(-1, 1, 41) ** 3 * 2)
+  h = 1e-6
+  pts, direct = evaluate(alpha)
+  plus, _ = evaluate(alpha + h)
+  minus, _ = evaluate(alpha - h)
+  scale = np.abs(direct).max()
+  np.testing.assert_allclose(pts[:, solver.COST], direct, rtol=0, atol=1e-10 * scale)
+  fd0 = (plus[:, solver.COST] - minus[:, solver.COST]) / (2 * h)
+  fd1 = (plus[:, solver.D0] - minus[:, solver.D0]) / (2 * h)
+  # away from zone boundaries (where the second derivative jumps)
+  smooth = np.abs(plus[:, solver.D1] - minus[:, solver.D1]) < 1e-6 * np.abs(pts[:, solver.D1])
+  assert smooth.sum() > 30
+  np.testing.assert_allclose(pts[:, solver.D0], fd0, rtol=1e-5, atol=1e-6 * np.abs(fd0).max())
+  np.testing.assert_allclose(pts[smooth, solver.D1], fd1[smooth], rtol=1e-5)
+  # the cost along the line changes zones in this range
+  states = {
+    tuple(
+      np.asarray(solver._update_constraint(p, r, p.J @ (qacc + a * search) - p.aref, False).state)
+    )
+    for a in (-2.0, 0.0, 2.0)
+  }
+  assert len(states) == 3
+
+
+def test_real_model():
+  """A Data from jaxsim.load_string and types.make_data; WARMSTART disabled (cold start at
+  qacc_smooth); and a layout without rows."""
+  xml = BOX.format(cone='elliptic', condim=6, impratio=3)
+  mj = mj_model(xml=xml)
+  mj.opt.disableflags |= WARMSTART
+  md = box_state(mj)
+  m, d, layout, real = problem(mj, forward(mj, md, DEFAULT), model=jaxsim.load_string(xml))
+  check(md, run(m, d, layout), real, 1e-6, 1e-5)
+  empty = Layout(0, *(np.zeros(0, np.int32),) * 2, 0, 0, *(np.zeros(0, np.int32),) * 3)
+  d0 = make_data(m, ncon=0, nefc=0).replace(qacc_smooth=jnp.arange(m.nv) * 1.0)
+  out = solver.solve(m, d0, empty)
+  np.testing.assert_array_equal(out.qacc, d0.qacc_smooth)
+  assert out.efc_force.shape == (0,)
+
+
+# ---------------------------------------------------------------------------------------------
+# gradients: a box sliding and spinning on a plane; d sum(w * qacc) / d (efc_aref, qfrc_smooth,
+# qacc_smooth)
+# against central finite differences, with one iteration and with MuJoCo's default iterations
+
+BOX = """
+<mujoco>
+  <option cone="{cone}" impratio="{impratio}"/>
+  <worldbody>
+    <geom type="plane" size="5 5 .1"/>
+    <body pos="0 0 .0995">
+      <freejoint/>
+      <geom type="box" size=".1 .08 .1" friction=".7 .01 .001" condim="{condim}"/>
+    </body>
+  </worldbody>
+</mujoco>
+"""
+
+
+def box_state(mj):
+  md = mujoco.MjData(mj)
+  md.qvel[:] = [0.4, -0.2, 0.0, 0.3, -0.5, 1.0]  # sliding and spinning: friction in play
+  mujoco.mj_forward(mj, md)
+  assert md.ncon == 4
+  return md
+
+
+@pytest.mark.parametrize(
+  'cone,condim,solver_,iterations',
+  [('elliptic', 4, NEWTON, 1), ('pyramidal', 3, CG, 100)],
+)
+def test_grad(cone, condim, solver_, iterations):
+  """Reverse-mode AD through the fixed-length solve agrees with central differences: one
+  iteration (Newton, elliptic cones in the middle zone) and MuJoCo's default 100 (CG, stopping
+  after ~20, the rest masked no-ops)."""
+  xml = BOX.format(cone=cone, condim=condim, impratio=1 if cone == 'pyramidal' else 5)
+  mj = mj_model(xml=xml, solver_=solver_)
+  mj.opt.iterations = iterations
+  md = box_state(mj)
+  if cone == 'elliptic':
+    assert CONE in set(md.efc_state)
+  m, d, layout, real = problem(mj, md)
+  rng = np.random.default_rng(0)
+  w = jnp.asarray(rng.normal(size=mj.nv))
+
+  @jax.jit
+  @functools.partial(jax.value_and_grad, argnums=(0, 1, 2))
+  def f(aref, qfrc_smooth, qacc_smooth):
+    dd = d.replace(efc_aref=aref, qfrc_smooth=qfrc_smooth, qacc_smooth=qacc_smooth)
+    return w @ solver.solve(m, dd, layout).qacc
+
+  x0 = (d.efc_aref, d.qfrc_smooth, d.qacc_smooth)
+  val, g = f(*x0)
+  np.testing.assert_allclose(val, w @ md.qacc, rtol=1e-9)
+  assert all(np.all(np.isfinite(gi)) for gi in g)
+  # padding rows are inactive: no sensitivity to their garbage aref
+  assert np.all(np.asarray(g[0])[~real] == 0)
+  # as in MuJoCo, qacc_smooth only picks the warm start (the Gauss cost uses qfrc_smooth)
+  np.testing.assert_array_equal(g[2], 0.0)
+  h = 1e-6
+  for k in (0, 1):
+    for _ in range(2):
+      v = rng.normal(size=x0[k].shape)
+      xp = [x + h * v if j == k else x for j, x in enumerate(x0)]
+      xm = [x - h * v if j == k else x for j, x in enumerate(x0)]
+      fd = (f(*xp)[0] - f(*xm)[0]) / (2 * h)
+      ad = float(np.asarray(g[k]) @ v)
+      assert abs(fd) > 1e-3
+      assert abs(ad - fd) <= 1e-6 * abs(fd), (k, ad, fd)
