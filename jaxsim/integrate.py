@@ -20,6 +20,7 @@ from jaxsim.types import JointType as JT
 
 def integrate_pos(m: Model, qpos: jax.Array, qvel: jax.Array, dt: jax.Array) -> jax.Array:
   """qpos advanced by qvel over dt; quaternions by rotation on the sphere (mj_integratePos)."""
+  qpos, qvel = jnp.asarray(qpos), jnp.asarray(qvel)
   jt = np.asarray(m.jnt_type)
   qadr, dadr = np.asarray(m.jnt_qposadr), np.asarray(m.jnt_dofadr)
   scalar = np.isin(jt, (JT.HINGE, JT.SLIDE))
@@ -243,7 +244,7 @@ def rk4(m: Model, d: Data, forward_fn: Callable[[Model, Data], Data]) -> Data:
   dqvel = sum(b * v for b, v in zip(b_coef, qvels, strict=True))
   dqacc = sum(b * a for b, a in zip(b_coef, qaccs, strict=True))
   dact = sum(b * a for b, a in zip(b_coef, act_dots, strict=True))
-  # MuJoCo's Data holds the last stage's derived quantities (and its qacc, which becomes the
-  # warm start) with the state restored to the start of the step
-  di = di.replace(qpos=d.qpos, qvel=d.qvel, act=d.act, time=d.time)
+  # MuJoCo's Data holds the last stage's derived quantities with the state restored to the start
+  # of the step, and the tableau-weighted acceleration as qacc (which becomes the warm start)
+  di = di.replace(qpos=d.qpos, qvel=d.qvel, act=d.act, time=d.time, qacc=dqacc)
   return advance(m, di, dact, dqacc, dqvel)

@@ -617,6 +617,6 @@ def solve(m: Model, d: Data, layout: Any = None) -> Data:
     qacc=ctx.qacc,
     qfrc_constraint=p.J.T @ ctx.force,
     efc_force=ctx.force,
-    efc_state=ctx.state,
+    efc_state=ctx.state.astype(jnp.int32),
     solver_niter=ctx.niter,
   )

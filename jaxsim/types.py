@@ -139,6 +139,10 @@ class DisableBit(enum.IntFlag):
   SENSOR = 1 << 13
   MIDPHASE = 1 << 14
   EULERDAMP = 1 << 15
+  AUTORESET = 1 << 16
+  NATIVECCD = 1 << 17
+  ISLAND = 1 << 18
+  MULTICCD = 1 << 19
 
 
 class EnableBit(enum.IntFlag):

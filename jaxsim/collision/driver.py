@@ -17,13 +17,15 @@ import numpy as np
 
 from jaxsim import math
 from jaxsim.collision import primitive
-from jaxsim.collision.geom import NO_CONTACT, Contacts, GeomInfo, make_frame
+from jaxsim.collision.geom import NO_CONTACT, Contacts, GeomInfo, make_frame, mesh_graph_arrays
 from jaxsim.types import Data, DisableBit, EnableBit, GeomType, Model
 
 MINMU = 1e-5  # mjMINMU
 
 
-def _collider(t1: int, t2: int) -> tuple[Callable[..., Contacts], int] | None:
+def _collider(
+  t1: int, t2: int, m: Model | None = None
+) -> tuple[Callable[..., Contacts], int] | None:
   """(collider(g1, g2, margin) -> Contacts, number of slots) for geom types t1 <= t2."""
   key = (GeomType(t1), GeomType(t2))
   if key in primitive.COLLIDERS:
@@ -31,7 +33,15 @@ def _collider(t1: int, t2: int) -> tuple[Callable[..., Contacts], int] | None:
   from jaxsim.collision import convex
 
   if key in convex.CONVEX_PAIRS:
-    fn = lambda g1, g2, margin: convex.collide_convex(g1, g2, margin, type1=t1, type2=t2)  # noqa: E731
+    opts = {}
+    if m is not None:
+      opts['ccd_iterations'] = int(m.opt.ccd_iterations)
+      opts['multiccd'] = not m.opt.disableflags & DisableBit.MULTICCD
+      if 'ccd_tolerance' in m.opt.fields():
+        opts['ccd_tolerance'] = m.opt.ccd_tolerance
+    fn = lambda g1, g2, margin: convex.collide_convex(  # noqa: E731
+      g1, g2, margin, type1=t1, type2=t2, **opts
+    )
     return fn, convex.CONVEX_PAIRS[key]
   return None
 
@@ -50,7 +60,7 @@ def groups(m: Model) -> list[dict[str, Any]]:
     grp['pairs'].append(k)
   result = []
   for grp in out.values():
-    col = _collider(*grp['types'])
+    col = _collider(*grp['types'], m)
     if col is None:
       continue
     idx = np.asarray(grp['pairs'])
@@ -93,13 +103,19 @@ def _mesh_vert(m: Model, mesh: int) -> jax.Array | None:
 
 
 def _geom_info(m: Model, d: Data, geoms: np.ndarray, mesh: int) -> GeomInfo:
-  vert = _mesh_vert(m, mesh)
+  """Colliders' view of a group of geoms; meshes add their vertices and hull graph."""
+  info = GeomInfo(pos=d.geom_xpos[geoms], mat=d.geom_xmat[geoms], size=m.geom_size[geoms])
+  if mesh < 0:
+    return info
   n = len(geoms)
-  return GeomInfo(
-    pos=d.geom_xpos[geoms],
-    mat=d.geom_xmat[geoms],
-    size=m.geom_size[geoms],
-    vert=None if vert is None else jnp.broadcast_to(vert, (n,) + vert.shape),
+  vert = _mesh_vert(m, mesh)
+  globalid, neighbors = mesh_graph_arrays(m.mesh_data[mesh].graph)
+  tile = lambda x: jnp.broadcast_to(jnp.asarray(x), (n,) + np.shape(x))  # noqa: E731
+  return info._replace(
+    vert=tile(vert),
+    graph_globalid=tile(globalid),
+    graph_neighbors=tile(neighbors),
+    rbound=m.geom_rbound[geoms],
   )
 
 
