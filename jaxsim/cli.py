@@ -32,7 +32,12 @@ def info(model: jaxsim.Model, path: str) -> str:
     f'gravity={[float(f"{g:.6g}") for g in np.asarray(opt.gravity)]}'
   )
   lines.append(f'flags    disabled={disabled or "none"}  enabled={enabled or "none"}')
+  from jaxsim.collision import driver
+
   unsupported = list(model.unsupported)
+  unsupported += [f'collisions of {a} with {b} geoms' for a, b in driver.unsupported_pairs(model)]
+  if model.nsensor:
+    unsupported.append(f'sensors ({model.nsensor}): sensordata is not computed yet')
   if unsupported:
     lines.append('not yet simulated by jaxsim:')
     lines.extend(f'  - {u}' for u in unsupported)

@@ -126,16 +126,17 @@ def forward(m: Model, d: Data) -> Data:
 def step(m: Model, d: Data) -> Data:
   """Advances the simulation one timestep with m.opt.integrator (mj_step)."""
   check_supported(m)
-  d = _forward(m, d)
   integrator = m.opt.integrator
+  if integrator == IntegratorType.VARIATIONAL:
+    from jaxsim import variational
+
+    # the variational step evaluates its own discrete dynamics; no forward pass first
+    return variational.step(m, d)
+  d = _forward(m, d)
   if integrator == IntegratorType.EULER:
     return integrate.euler(m, d)
   if integrator == IntegratorType.RK4:
     return integrate.rk4(m, d, lambda m_, d_: _forward(m_, d_, energy=False))
   if integrator in (IntegratorType.IMPLICIT, IntegratorType.IMPLICITFAST):
     return integrate.implicit(m, d, lambda d_: _bias_of_qvel(m, d_))
-  if integrator == IntegratorType.VARIATIONAL:
-    from jaxsim import variational
-
-    return variational.step(m, d)
   raise NotImplementedError(f'integrator {integrator} is not supported')

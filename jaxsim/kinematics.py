@@ -18,7 +18,7 @@ FREE, BALL, SLIDE, HINGE = (
 )
 
 
-def _local_frames(m: Model, d: Data):
+def local_frames(m: Model, d: Data):
   """Each body's frame relative to its parent after its joints, and each joint's pre-joint frame.
 
   Returns (pos (nbody, 3), quat (nbody, 4), jpos (njnt, 3), jquat (njnt, 4)); free bodies hold
@@ -117,7 +117,7 @@ def _local2global(d: Data, body, pos, quat, sameframe):
 
 def kinematics(m: Model, d: Data) -> Data:
   """Global frames of bodies, joints, geoms and sites from qpos (mj_kinematics)."""
-  lpos, lquat, jpos, jquat = _local_frames(m, d)
+  lpos, lquat, jpos, jquat = local_frames(m, d)
   xpos, xquat = _global_frames(m, lpos, lquat)
   xmat = math.quat_to_mat(xquat)
 

@@ -14,11 +14,35 @@ def _run(*args):
 
 
 def test_info_prints_counts_and_unsupported_features():
-  fish = [p for p in dm_control_suite() if p.endswith('fish.xml')][0]
-  r = _run('info', fish)
+  quadruped = [p for p in dm_control_suite() if p.endswith('quadruped.xml')][0]
+  r = _run('info', quadruped)
   assert r.returncode == 0, r.stderr
-  assert 'nq=14' in r.stdout and 'nv=13' in r.stdout
-  assert 'fluid forces' in r.stdout
+  assert 'nq=30' in r.stdout and 'nv=28' in r.stdout
+  assert 'collisions of hfield with sphere geoms' in r.stdout
+
+
+def test_simulate_writes_trajectory(tmp_path):
+  out = tmp_path / 'traj.npz'
+  r = _run(
+    'simulate',
+    os.path.join(MODELS, 'pendulum.xml'),
+    '--batch',
+    '3',
+    '--steps',
+    '25',
+    '--chunk',
+    '10',
+    '--out',
+    str(out),
+    '--quiet',
+  )
+  assert r.returncode == 0, r.stderr
+  assert 'steps/s' in r.stdout and 'finite: True' in r.stdout
+  import numpy as np
+
+  traj = np.load(out)
+  assert traj['qpos'].shape == (3, 25, 1)
+  assert np.allclose(traj['time'][0, -1], 25 * 0.002)
 
 
 def test_info_reports_model_errors(tmp_path):
