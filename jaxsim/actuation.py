@@ -291,17 +291,18 @@ def _site_transmission(m: Model, d: Data, i: np.ndarray, length, moment):
   return length, moment
 
 
-def transmission(m: Model, d: Data) -> Data:
+def transmission(m: Model, d: Data, skip_body: bool = False) -> Data:
   """Actuator lengths (nu,) and dense moment arms (nu, nv) (mj_transmission).
 
   Reads qpos, kinematics (site frames, xquat), com frames (subtree_com, cdof) and, for tendon
-  transmissions, ten_length and ten_J.
+  transmissions, ten_length and ten_J. Body (adhesion) transmissions raise NotImplementedError,
+  or, with skip_body (the qpos0 constants pass), keep zero length and moment.
   """
   if not m.nu:
     return d
   trn = np.asarray(m.actuator_trntype)
   body = np.flatnonzero(trn == TRN_BODY)
-  if body.size:
+  if body.size and not skip_body:
     names = m.names.get('actuator', ())
     which = ', '.join(repr(names[k]) if k < len(names) and names[k] else f'#{k}' for k in body)
     raise NotImplementedError(

@@ -27,13 +27,8 @@ def _position(m: Model, d: Data) -> Data:
   d = kinematics.com_pos(m, d)
   d = tendon.tendon(m, d)
   d = dynamics.crb(m, d)
-  try:
-    d = actuation.transmission(m, d)
-  except NotImplementedError:
-    # transmissions jaxsim cannot compute (adhesion) are named by the compiler; their
-    # constants stay zero
-    pass
-  return d
+  # adhesion (body) transmissions need contacts; their constants stay zero (forward names them)
+  return actuation.transmission(m, d, skip_body=True)
 
 
 # runs once per load: cheaper compilation matters more than the speed of the compiled code

@@ -85,8 +85,8 @@ def test_applied_forces(case):
   oracle.assert_close('qacc', d.qacc, md.qacc)
 
 
-def test_constraints_are_named_not_ignored():
-  path = next(p for p in all_models() if p.endswith('walker.xml'))
+def test_missing_colliders_are_named_not_ignored():
+  path = next(p for p in all_models() if p.endswith('quadruped.xml'))
   m = jaxsim.load(path)
-  with pytest.raises(NotImplementedError, match='contacts'):
+  with pytest.raises(NotImplementedError, match='hfield-sphere'):
     jaxsim.forward(m, jaxsim.make_data(m))
