@@ -156,3 +156,34 @@ def test_names(pair):
     theirs = tuple(mujoco.mj_id2name(mj, objtype, i) or '' for i in range(count))
     ours = tuple(m.names.get(kind, ()))
     assert ours == theirs, kind
+
+
+_SHORTCUT_BASE = """<mujoco><default>{}</default><worldbody><body><joint name="j"/><geom size=".1"/>
+</body></worldbody><actuator>{}</actuator></mujoco>"""
+_GENERAL = '<general gainprm="5 6 7 8" biasprm="1 2 -3 4" dynprm="0.5 0.6 0.7" ctrlrange="0 1"/>'
+
+
+@pytest.mark.parametrize(
+  'default, actuators',
+  [
+    (
+      _GENERAL,
+      '<motor joint="j"/><position joint="j"/><position joint="j" kv="2"/><velocity joint="j"/>'
+      '<intvelocity joint="j" actrange="-1 1"/><damper joint="j"/><cylinder joint="j"/>',
+    ),
+    (
+      '<position kp="40" kv="4"/><motor ctrlrange="-1 1"/>',
+      '<motor joint="j"/><general joint="j"/>',
+    ),
+    ('<position kp="40" timeconst="0.1"/>', '<position joint="j"/><general joint="j"/>'),
+    ('<general dyntype="filter" dynprm="0.3"/>', '<position joint="j"/><cylinder joint="j"/>'),
+    ('<general gaintype="affine" gainprm="1 2 -3"/>', '<damper joint="j" ctrlrange="0 1"/>'),
+  ],
+)
+def test_actuator_shortcuts_reset_what_they_do_not_set(default, actuators):
+  """A shortcut (motor, position, ...) does not inherit gain/bias/dynamics parameters it does not
+  read from the default class (mujoco 4.0.0)."""
+  xml = _SHORTCUT_BASE.format(default, actuators)
+  m, mj = jaxsim.load_string(xml), mujoco.MjModel.from_xml_string(xml)
+  for f in ('gainprm', 'biasprm', 'dynprm', 'dyntype', 'gaintype', 'biastype'):
+    _close(f'actuator_{f}', getattr(m, f'actuator_{f}'), getattr(mj, f'actuator_{f}'))

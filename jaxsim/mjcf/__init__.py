@@ -1,4 +1,4 @@
-"""MJCF compiler: MJCF text -> compiled MuJoCo-named arrays (pure Python + NumPy, no JAX)."""
+"""MJCF compiler: MJCF or URDF text -> compiled MuJoCo-named arrays (pure Python + NumPy)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import sys
 from collections.abc import Iterator, Mapping
 
 from jaxsim.errors import ModelError
+from jaxsim.mjcf import urdf
 from jaxsim.mjcf.compile import Compiled, compile_tree
 from jaxsim.mjcf.parse import Element, expand_includes, parse_xml, read_file_or_asset
 
@@ -38,6 +39,8 @@ def parse_model(
   read = read_file_or_asset(assets)
   with _deep_recursion():
     root = parse_xml(text, file)
+    if root.tag == 'robot':
+      return urdf.to_mjcf(root)
     return expand_includes(root, read, directory, 0, (os.path.normpath(file),))
 
 

@@ -15,7 +15,7 @@ from collections.abc import Callable
 import numpy as np
 
 from jaxsim.errors import ModelError
-from jaxsim.mjcf import frames, inertia, schema
+from jaxsim.mjcf import frames, fuse, inertia, schema
 from jaxsim.mjcf.defaults import BUILTIN, Defaults
 from jaxsim.mjcf.parse import Element
 
@@ -100,6 +100,7 @@ class _Compiler:
       'alignfree': False,
       'discardvisual': False,
       'fusestatic': False,
+      'strippath': False,
     }
     self.opt = {
       'timestep': 0.002,
@@ -293,9 +294,6 @@ class _Compiler:
     if 'assetdir' in attrs:
       attrs.setdefault('meshdir', attrs['assetdir'])
       attrs.setdefault('texturedir', attrs['assetdir'])
-    for key in ('fusestatic', 'discardvisual'):
-      if attrs.get(key):
-        raise e.error(f'compiler {key}="true" is not supported by jaxsim yet', attribute=key)
     self.comp.update(attrs)
     for lr in e.find('lengthrange'):
       _only(lr, set())
@@ -365,14 +363,29 @@ class _Compiler:
       if key in p and p[key] < 0:
         raise elem.error(f'{key} cannot be negative', attribute=key)
 
+    # A shortcut sets the whole gain/bias/dynamics description: parameters it does not read are
+    # reset to MuJoCo's general defaults rather than inherited (as mujoco 4.0.0 does).
+    keep_dyn = tag == 'cylinder' or (
+      tag in ('position', 'intvelocity') and a['dyntype'] == DYN_FILTEREXACT
+    )
+    damper_kv = p.get('kv', -gain[2] if a['gaintype'] == 1 else 0.0)
+    if tag != 'muscle':
+      gain[1:] = 0
+      dyn[1:] = 0
+      if not keep_dyn:
+        dyn[0] = 1
+        a['dyntype'] = DYN_NONE
     if tag == 'motor':
       gain[0] = 1
+      bias[:] = 0
       a.update(dyntype=0, gaintype=0, biastype=0)
     elif tag in ('position', 'intvelocity'):
       kp = p.get('kp', gain[0])
       if 'kv' in p and 'dampratio' in p:
         raise elem.error('kv and dampratio cannot both be defined', attribute='dampratio')
       gain[0] = kp
+      bias[0] = 0
+      bias[3:] = 0
       bias[1] = -kp
       nonneg('kv')
       nonneg('dampratio')
@@ -382,7 +395,7 @@ class _Compiler:
       if 'dampratio' in p:
         bias[2] = p['dampratio']
       if 'timeconst' in p:
-        dyn[0] = p['timeconst']
+        dyn[0] = 1 if p['timeconst'] == 0 else p['timeconst']
         a['dyntype'] = DYN_NONE if p['timeconst'] == 0 else DYN_FILTEREXACT
       a['inheritrange'] = p.get('inheritrange', a['inheritrange'])
       if a['inheritrange'] > 0 and (a['ctrlrange'][0] or a['ctrlrange'][1]):
@@ -403,8 +416,9 @@ class _Compiler:
       bias[2] = -kv
       a.update(dyntype=0, gaintype=0, biastype=1)
     elif tag == 'damper':
-      kv = p.get('kv', -gain[2] if a['gaintype'] == 1 else 0.0)
+      kv = damper_kv
       gain[:] = 0
+      bias[:] = 0
       gain[2] = -kv
       a.update(ctrllimited=1, dyntype=0, gaintype=1, biastype=0)
       if kv < 0:
@@ -418,6 +432,7 @@ class _Compiler:
       if 'diameter' in p:
         gain[0] = math.pi / 4 * p['diameter'] ** 2
       bias[:3] = b
+      bias[3:] = 0
       a.update(dyntype=DYN_FILTER, gaintype=0, biastype=1)
     elif tag == 'muscle':
       for i, (v, d) in enumerate(((1, 0.01), (0, 0.04))):
@@ -447,6 +462,7 @@ class _Compiler:
       a.update(dyntype=DYN_MUSCLE, gaintype=2, biastype=2)
     elif tag == 'adhesion':
       gain[0] = p.get('gain', gain[0])
+      bias[:] = 0
       a.update(ctrllimited=1, gaintype=0, biastype=0)
       if gain[0] < 0:
         raise elem.error('adhesion gain cannot be negative', attribute='gain')
@@ -535,6 +551,8 @@ class _Compiler:
 
   def asset_path(self, directory_key: str, filename: str) -> str:
     base = self.comp.get(directory_key) or ''
+    if self.comp['strippath']:
+      filename = os.path.basename(filename.replace('\\', '/'))
     if os.path.isabs(filename):
       return filename
     return os.path.normpath(os.path.join(self.dir, base, filename))
@@ -1094,6 +1112,10 @@ class _Compiler:
           'mass and inertia of moving bodies must be larger than 1e-15 (in the body or a '
           'static child welded to it)'
         )
+    if self.comp['fusestatic']:
+      fuse.fuse_static(self)
+    if self.comp['discardvisual']:
+      fuse.discard_visual(self)
     self.build_body_arrays()
 
   def compile_site(self, s: dict):
