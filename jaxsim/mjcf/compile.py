@@ -1925,7 +1925,8 @@ class _Compiler:
       r['dim'] = 3
       r['needstage'] = pos if tag == 'subtreecom' else vel
     elif tag in ('e_potential', 'e_kinetic', 'clock'):
-      r['needstage'] = {'e_potential': pos, 'e_kinetic': vel, 'clock': pos}[tag]
+      # mujoco 4.0.0 marks e_kinetic as a position-stage sensor (computed with the energy)
+      r['needstage'] = {'e_potential': pos, 'e_kinetic': pos, 'clock': pos}[tag]
     elif tag == 'user':
       need('dim')
       r['dim'] = a['dim']
