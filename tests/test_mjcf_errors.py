@@ -1324,14 +1324,6 @@ CASES = [
     'name',
   ),
   C(
-    'fusestatic',
-    model(pre='<compiler fusestatic="true"/>'),
-    'compiler fusestatic="true" is not supported by jaxsim',
-    '<compiler',
-    'compiler',
-    'fusestatic',
-  ),
-  C(
     'asset-model',
     model(pre='<asset><model name="other" file="other.xml"/></asset>'),
     r'sub-models \(<asset><model>\) are not supported by jaxsim',
