@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from jaxsim import mjcf
+from jaxsim import (
+  _xla,  # noqa: F401  (first: sets XLA flags before JAX starts its backend)
+  envs,
+  mjcf,
+)
 from jaxsim.errors import ModelError
 from jaxsim.forward import forward, step
 from jaxsim.rollout import rollout
@@ -51,6 +55,7 @@ __all__ = [
   'SolverType',
   'TrnType',
   'WrapType',
+  'envs',
   'forward',
   'load',
   'load_string',
