@@ -11,6 +11,7 @@ from jaxsim import (
 )
 from jaxsim.errors import ModelError
 from jaxsim.forward import forward, step
+from jaxsim.inverse import inverse
 from jaxsim.rollout import rollout
 from jaxsim.types import (
   BiasType,
@@ -57,6 +58,7 @@ __all__ = [
   'WrapType',
   'envs',
   'forward',
+  'inverse',
   'load',
   'load_string',
   'make_data',

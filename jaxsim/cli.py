@@ -36,8 +36,9 @@ def info(model: jaxsim.Model, path: str) -> str:
 
   unsupported = list(model.unsupported)
   unsupported += [f'collisions of {a} with {b} geoms' for a, b in driver.unsupported_pairs(model)]
-  if model.nsensor:
-    unsupported.append(f'sensors ({model.nsensor}): sensordata is not computed yet')
+  from jaxsim import sensors
+
+  unsupported += sensors.unsupported(model)
   if unsupported:
     lines.append('not yet simulated by jaxsim:')
     lines.extend(f'  - {u}' for u in unsupported)

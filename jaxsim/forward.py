@@ -5,11 +5,13 @@ This is the only module that knows the order of the stages (mj_forward, mj_step)
 
 from __future__ import annotations
 
+import importlib
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxsim import actuation, dynamics, integrate, kinematics, passive, tendon
+from jaxsim import actuation, check, dynamics, integrate, kinematics, passive, sensors, tendon
 from jaxsim.types import Data, DisableBit, EnableBit, IntegratorType, Model
 
 
@@ -25,6 +27,7 @@ def check_supported(m: Model) -> None:
         f'no collider yet for geom type pairs {names}; set their contype/conaffinity to 0 or '
         'disable contacts (<flag contact="disable"/>)'
       )
+  sensors.check_supported(m)
   if m.opt.integrator == IntegratorType.VARIATIONAL:
     from jaxsim import variational
 
@@ -103,18 +106,27 @@ def fwd_constraint(m: Model, d: Data) -> Data:
 
 def _energy(m: Model, d: Data) -> Data:
   if not m.opt.enableflags & EnableBit.ENERGY:
-    return d.replace(energy=jnp.zeros_like(d.energy))
+    # zero unless energy sensors computed it (mj_sensorPos, mj_sensorVel)
+    return d.replace(energy=sensors.energy(m, d))
   return d.replace(energy=jnp.stack([passive.energy_pos(m, d), passive.energy_vel(m, d)]))
 
 
-def _forward(m: Model, d: Data, energy: bool = True) -> Data:
+def _forward(m: Model, d: Data, energy: bool = True, sensor: bool = True) -> Data:
   d = fwd_position(m, d)
+  if sensor:
+    d = sensors.sensor_pos(m, d)
   d = fwd_velocity(m, d)
+  if sensor:
+    d = sensors.sensor_vel(m, d)
   if energy:
     d = _energy(m, d)
   d = actuation.actuation(m, d)
+  d = check.check_ctrl(m, d)
   d = fwd_acceleration(m, d)
-  return fwd_constraint(m, d)
+  d = fwd_constraint(m, d)
+  if sensor:
+    d = sensors.sensor_acc(m, d)
+  return d
 
 
 def forward(m: Model, d: Data) -> Data:
@@ -124,19 +136,35 @@ def forward(m: Model, d: Data) -> Data:
 
 
 def step(m: Model, d: Data) -> Data:
-  """Advances the simulation one timestep with m.opt.integrator (mj_step)."""
+  """Advances the simulation one timestep with m.opt.integrator (mj_step).
+
+  Bad (NaN, huge) qpos and qvel are counted in d.warning and reset before the forward pass, a bad
+  qacc after it (jaxsim.check; unless the autoreset disable flag is set).
+  """
   check_supported(m)
+  d = check.check_pos(m, d)
+  d = check.check_vel(m, d)
   integrator = m.opt.integrator
   if integrator == IntegratorType.VARIATIONAL:
     from jaxsim import variational
 
     # the variational step evaluates its own discrete dynamics; no forward pass first
-    return variational.step(m, d)
+    return check.check_acc(m, variational.step(m, d))
   d = _forward(m, d)
+  if m.opt.enableflags & EnableBit.FWDINV:
+    # the package's `inverse` is the function; the module is imported by name
+    inverse = importlib.import_module('jaxsim.inverse')
+    d = inverse.compare_fwd_inv(m, d)
+  return check.check_acc(m, _integrate(m, d), qacc=d.qacc)
+
+
+def _integrate(m: Model, d: Data) -> Data:
+  """One timestep of m.opt.integrator from a Data on which forward has run."""
+  integrator = m.opt.integrator
   if integrator == IntegratorType.EULER:
     return integrate.euler(m, d)
   if integrator == IntegratorType.RK4:
-    return integrate.rk4(m, d, lambda m_, d_: _forward(m_, d_, energy=False))
+    return integrate.rk4(m, d, lambda m_, d_: _forward(m_, d_, energy=False, sensor=False))
   if integrator in (IntegratorType.IMPLICIT, IntegratorType.IMPLICITFAST):
     return integrate.implicit(m, d, lambda d_: _bias_of_qvel(m, d_))
   raise NotImplementedError(f'integrator {integrator} is not supported')

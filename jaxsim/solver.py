@@ -4,20 +4,25 @@ The unknown is qacc (nv,); the cost is Gauss 0.5*(qacc - qacc_smooth)' M (qacc -
 the convex constraint costs of jar = J qacc - aref row by row (equality: quadratic; friction loss:
 Huber; limits, frictionless and pyramidal contacts: one-sided quadratic; elliptic contacts: the
 three-zone cone cost). Both solvers take MuJoCo's steps: preconditioned search direction, exact
-line search on the piecewise-quadratic cost along it, MuJoCo's stopping tests. Loops have static
-trip counts (opt.iterations, opt.ls_iterations) and are `lax.scan`s in which steps after MuJoCo
-would have stopped are masked no-ops, so reverse-mode AD works for any iteration count.
+line search on the piecewise-quadratic cost along it, MuJoCo's stopping tests. Both loops are
+`lax.while_loop`s that stop where MuJoCo stops (at most opt.iterations and opt.ls_iterations);
+under vmap they run until every world has stopped.
+
+Derivatives are not taken through the iterations: a `custom_jvp` differentiates the solution
+implicitly through MuJoCo's optimality condition (cost gradient zero), with the generalised
+Hessian at the solution. Its tangent rule is linear, so JAX transposes it for reverse mode:
+jax.jvp, jax.jacfwd, jax.grad and jax.vjp all work, under jit and vmap.
 """
 
 from __future__ import annotations
 
+import functools
 from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxsim import dynamics
 from jaxsim.math import safe_norm
 from jaxsim.types import ConeType, Data, DisableBit, Model, SolverType
 
@@ -363,9 +368,9 @@ def _update_bracket(pt: jax.Array, cands: jax.Array) -> tuple[jax.Array, jax.Arr
 class _LS(NamedTuple):
   """Line-search state.
 
-  phase: -2 evaluate p0, -1 evaluate p1, 0 one-sided search, 1 bracketed search, 2 done;
-  pts (4, 4): p1, p2, p1next, p2next; pend (2,): p1next / p2next are chosen (alpha set, counted
-  in lsiter) but not yet evaluated; res (2,): step length and improvement once done.
+  phase: 0 one-sided search, 1 bracketed search, 2 done; pts (4, 4): p1, p2, p1next, p2next;
+  pend (2,): p1next / p2next are chosen (alpha set, counted in lsiter) but not yet evaluated;
+  res (2,): step length and improvement once done.
   """
 
   phase: jax.Array
@@ -376,46 +381,37 @@ class _LS(NamedTuple):
   res: jax.Array
 
 
-def _linesearch(p: _Problem, r: _Rows, ln: _Line, snorm, gtol, ls_iterations: int):
+def _linesearch(p: _Problem, r: _Rows, ln: _Line, snorm, gtol, ls_iterations: int, skip):
   """Step length and improvement along the search direction (PrimalSearch).
 
-  MuJoCo's sequence (p0, the Newton point p1, Newton steps until the minimum is bracketed,
-  then bisection with Newton candidates) runs as one scan; each step first evaluates the points
-  the previous step chose, in one batched evaluation, then takes one MuJoCo loop iteration. A
-  bracketed iteration's midpoint is evaluated together with the previous iteration's Newton
-  candidates. Evaluations are counted as MuJoCo's LSiter; a step after MuJoCo returns is a no-op.
+  MuJoCo's sequence: p0, the Newton point p1, Newton steps until the minimum is bracketed, then
+  bisection with Newton candidates. After p0 and p1, each trip of a while loop first evaluates
+  the points the previous trip chose, in one batched evaluation, then takes one MuJoCo loop
+  iteration; a bracketed iteration's midpoint is evaluated together with the previous
+  iteration's Newton candidates. Evaluations are counted as MuJoCo's LSiter. With `skip` (a
+  solve that has stopped, carried along under vmap) the search ends at once.
   """
-  zero = jnp.zeros_like(snorm)
-  small = snorm < MINVAL
+  dtype = snorm.dtype
+  p0 = _eval(p, ln, jnp.zeros(1, dtype))[0]
+  p1 = _eval(p, ln, _newton(p0)[None])[0]
+  small = skip | (snorm < MINVAL)
+  init = (jnp.abs(p1[D0]) < gtol) & ((p1[ALPHA] == 0) | (p1[COST] < 0))
+  unset = jnp.zeros(4, dtype).at[D1].set(1.0)  # finite Newton steps from unset points
   s = _LS(
-    phase=jnp.where(small, 2, -2).astype(jnp.int32),
-    lsiter=jnp.zeros((), jnp.int32),
-    direction=zero,
-    pts=jnp.zeros((4, 4), snorm.dtype).at[:, D1].set(1.0),  # finite Newton steps from unset points
+    phase=jnp.where(small | init, 2, 0).astype(jnp.int32),
+    lsiter=jnp.int32(2),
+    direction=jnp.where(p1[D0] < 0, 1.0, -1.0).astype(dtype),
+    pts=jnp.stack([p1, p0, unset, unset]),
     pend=jnp.zeros(2, bool),
-    res=jnp.zeros(2, snorm.dtype),
+    res=jnp.where(small, 0.0, jnp.stack([p1[ALPHA], -p1[COST]])),
   )
 
-  def step(s: _LS, _):
+  def step(s: _LS) -> _LS:
     p1, p2, p1n, p2n = s.pts
-    phase = s.phase
     mid = 0.5 * (p1[ALPHA] + p2[ALPHA])
-    a0 = jnp.where(phase == -2, 0.0, jnp.where(phase == -1, _newton(p2), _newton(p1)))
-    a0 = jnp.where(phase == 1, p1n[ALPHA], a0)
+    a0 = jnp.where(s.phase == 1, p1n[ALPHA], _newton(p1))
     e = _eval(p, ln, jnp.stack([a0, p2n[ALPHA], mid]))
     room = s.lsiter < ls_iterations
-
-    # phase -2: p0 (kept in p2, which starts as p0); phase -1: p1 and the initial check
-    p1i = e[0]
-    init = (jnp.abs(p1i[D0]) < gtol) & ((p1i[ALPHA] == 0) | (p1i[COST] < 0))
-    s_m2 = s._replace(phase=jnp.int32(-1), lsiter=jnp.int32(1), pts=s.pts.at[1].set(e[0]))
-    s_m1 = s._replace(
-      phase=jnp.where(init, 2, 0).astype(jnp.int32),
-      lsiter=jnp.int32(2),
-      direction=jnp.where(p1i[D0] < 0, 1.0, -1.0),
-      pts=s.pts.at[0].set(p1i),
-      res=jnp.stack([p1i[ALPHA], -p1i[COST]]),
-    )
 
     # phase 0: Newton steps while the slope points further out, then set up the bracket
     go = (p1[D0] * s.direction <= -gtol) & room
@@ -457,17 +453,30 @@ def _linesearch(p: _Problem, r: _Rows, ln: _Line, snorm, gtol, ls_iterations: in
       pend=jnp.stack([f1, f2]),
       res=jnp.where(room, jnp.stack([hit[ALPHA], -hit[COST]]), fin),
     )
+    return jax.tree_util.tree_map(lambda x, y: jnp.where(s.phase == 0, x, y), s_0, s_1)
 
-    new = s_1
-    for ph, sp in ((-2, s_m2), (-1, s_m1), (0, s_0)):
-      new = jax.tree_util.tree_map(lambda x, y, ph=ph: jnp.where(phase == ph, x, y), sp, new)
-    new = jax.tree_util.tree_map(lambda x, y: jnp.where(phase == 2, x, y), s, new)
-    return new, None
-
-  # two steps evaluate p0 and p1; after them, each step that evaluates starts with
-  # lsiter < ls_iterations (lsiter starts at 2), and one more step ends the search
-  s, _ = jax.lax.scan(step, s, None, length=max(ls_iterations - 1, 1) + 2)
+  # every trip counts at least one evaluation or ends the search: at most ls_iterations trips
+  s = jax.lax.while_loop(lambda s: s.phase != 2, step, s)
   return s.res[0], s.res[1]
+
+
+class _Config(NamedTuple):
+  """Static solver settings."""
+
+  newton: bool
+  ellipse: bool  # elliptic contact slots: Newton and the implicit gradient need cone Hessians
+  iterations: int
+  ls_iterations: int
+  warmstart: bool
+
+
+class _Path(NamedTuple):
+  """Inputs that choose the path to the solution but not the solution itself."""
+
+  qLD: jax.Array  # (nv, nv) Cholesky factor of M (CG preconditioner, start test)
+  qacc_warmstart: jax.Array  # (nv,)
+  tolerance: jax.Array
+  ls_tolerance: jax.Array
 
 
 class _Ctx(NamedTuple):
@@ -481,9 +490,135 @@ class _Ctx(NamedTuple):
   grad: jax.Array  # (nv,)
   mgrad: jax.Array  # (nv,) H^-1 grad (Newton) or M^-1 grad (CG)
   search: jax.Array  # (nv,)
-  first: jax.Array  # bool: the step that evaluates the starting point
   done: jax.Array  # bool
   niter: jax.Array  # int32
+
+
+def _primal(cfg: _Config, r: _Rows, p: _Problem, x: _Path):
+  """qacc (nv,), efc_force (nefc,), efc_state (nefc,), solver_niter (mj_solPrimal).
+
+  The warm start, then Newton or CG iterations in a while loop until MuJoCo's stopping tests
+  hold or opt.iterations are spent. Under vmap the loop runs until every world has stopped.
+  """
+  tol = x.tolerance
+  ls_tol = tol * x.ls_tolerance
+  # improvement and gradient are scaled by the total inertia of the dofs being solved: mujoco
+  # 4.0.0 uses sum(diag(M)) at the current state (its island formula) for the monolithic solve
+  # too, not stat.meaninertia * nv as engine_solver.c reads (measured: the solver's statistics
+  # do not change with stat.meaninertia)
+  scale = 1.0 / jnp.trace(p.M)
+
+  def solve_m(v):
+    return jax.scipy.linalg.cho_solve((x.qLD, True), v)  # dynamics.solve_m
+
+  def gauss(qacc, ma):
+    return 0.5 * (ma - p.qfrc_smooth) @ (qacc - p.qacc_smooth)
+
+  # warm start: the better of qacc_warmstart and qacc_smooth by total cost (warmstart())
+  if cfg.warmstart:
+    ws = x.qacc_warmstart
+    jar = jnp.stack([p.J @ ws - p.aref, p.J @ p.qacc_smooth - p.aref])
+    cost = jax.vmap(lambda j: _update_constraint(p, r, j, False).cost)(jar)
+    qacc = jnp.where(cost[0] + gauss(ws, p.M @ ws) > cost[1], p.qacc_smooth, ws)
+  else:
+    qacc = p.qacc_smooth
+
+  def evaluate(ma, jaref):
+    """Forces, states, cost gradient and preconditioned gradient at a point."""
+    upd = _update_constraint(p, r, jaref, cfg.newton and cfg.ellipse)
+    grad = ma - p.qfrc_smooth - p.J.T @ upd.force
+    if cfg.newton:
+      mgrad = jax.scipy.linalg.cho_solve((_hessian(p, r, upd), True), grad)
+    else:
+      mgrad = solve_m(grad)
+    return upd, grad, mgrad
+
+  # the start: MuJoCo evaluates it before its first line search
+  ma, jaref = p.M @ qacc, p.J @ qacc - p.aref
+  upd, grad, mgrad = evaluate(ma, jaref)
+  grad_ok = scale * safe_norm(grad) < tol
+  # the certificate cost - cost* <= 0.5 grad' M^-1 grad; Newton also requires the gradient test
+  # (its solutions are force-accurate)
+  gap_ok = jnp.maximum(0.0, 0.5 * scale * grad @ (solve_m(grad) if cfg.newton else mgrad)) < tol
+  if cfg.newton:
+    # Newton decrement: the model's predicted improvement of the next step
+    dec_ok = jnp.maximum(0.0, 0.5 * scale * grad @ mgrad) < tol
+    done = grad_ok & (gap_ok | dec_ok)
+  else:
+    done = gap_ok
+  i0 = jnp.zeros((), jnp.int32)
+  ctx = _Ctx(qacc, ma, jaref, upd.force, upd.state, grad, mgrad, -mgrad, done, i0)
+
+  def iteration(c: _Ctx) -> _Ctx:
+    """One iteration of mj_solPrimal's loop: line search, move, new search direction."""
+    search = c.search
+    mv, jv = p.M @ search, p.J @ search
+    snorm = safe_norm(search)
+    ln = _prepare(p, r, c.jaref, jv, search, c.ma, mv)
+    skip = c.done | (c.niter >= cfg.iterations)
+    gtol = ls_tol * snorm / scale
+    alpha, ls_improvement = _linesearch(p, r, ln, snorm, gtol, cfg.ls_iterations, skip)
+    ma, jaref = c.ma + alpha * mv, c.jaref + alpha * jv
+    upd, grad, mgrad = evaluate(ma, jaref)
+
+    improvement = scale * ls_improvement
+    grad_ok = scale * safe_norm(grad) < tol
+    converged = ((improvement > 0) & (improvement < tol)) | grad_ok
+    if cfg.newton:
+      converged = converged | (jnp.maximum(0.0, 0.5 * scale * grad @ mgrad) < tol)
+      search_new = -mgrad
+    else:
+      # Hager-Zhang conjugate direction (MuJoCo's default CG update), steepest descent on loss
+      # of conjugacy
+      ydif, mydif = grad - c.grad, mgrad - c.mgrad
+      d_dot_y = search @ ydif
+      lost = d_dot_y < MINVAL
+      dy = jnp.where(lost, 1.0, d_dot_y)
+      beta_hz = (ydif @ mgrad - 2 * (ydif @ mydif / dy) * (search @ grad)) / dy
+      eta_k = -1.0 / jnp.maximum(MINVAL, snorm * jnp.minimum(0.01, safe_norm(grad)))
+      beta = jnp.where(lost, 0.0, jnp.maximum(eta_k, beta_hz))
+      search_new = -mgrad + beta * search
+
+    qacc = c.qacc + alpha * search
+    niter = c.niter + 1
+    new = _Ctx(qacc, ma, jaref, upd.force, upd.state, grad, mgrad, search_new, converged, niter)
+    # no improvement along the search: MuJoCo stops where it is, without counting the iteration
+    stop = alpha == 0
+    out = jax.tree_util.tree_map(lambda a, b: jnp.where(stop, a, b), c, new)
+    return out._replace(done=stop | converged)
+
+  ctx = jax.lax.while_loop(lambda c: ~c.done & (c.niter < cfg.iterations), iteration, ctx)
+  return ctx.qacc, ctx.force, ctx.state.astype(jnp.int32), ctx.niter
+
+
+def _force(r: _Rows, p: _Problem, qacc: jax.Array) -> jax.Array:
+  """efc_force (nefc,) at qacc, with the zones of qacc: the rows' part of the cost gradient."""
+  return _update_constraint(p, r, p.J @ qacc - p.aref, False).force
+
+
+def _primal_jvp(cfg: _Config, r: _Rows, primals, tangents):
+  """Tangents of qacc and efc_force by implicit differentiation of the optimality condition.
+
+  At the solution, MuJoCo's cost gradient g = M qacc - qfrc_smooth - J' efc_force(J qacc - aref)
+  is zero; its Jacobian in qacc is the generalised Hessian H = M + J' D_quadratic J + the cone
+  Hessians of elliptic contacts in their middle zone (what Newton factors). So
+  dqacc = -H^-1 (dg/dparams . dparams), with the zones (active set) of the solution, and the
+  forces follow from qacc. The path inputs (warm start, qLD, tolerances) get no sensitivity;
+  a solve stopped by opt.iterations before convergence gets the derivative of the exact
+  solution, not of its truncation.
+  """
+  p, x = primals
+  dp, _ = tangents
+  qacc, force, state, niter = _primal(cfg, r, p, x)
+  upd = _update_constraint(p, r, p.J @ qacc - p.aref, cfg.ellipse)
+  chol = _hessian(p, r, upd)
+  _, dforce_p = jax.jvp(lambda p_: _force(r, p_, qacc), (p,), (dp,))
+  dg = dp.M @ qacc - dp.qfrc_smooth - dp.J.T @ force - p.J.T @ dforce_p
+  dqacc = -jax.scipy.linalg.cho_solve((chol, True), dg)
+  _, dforce_q = jax.jvp(lambda q: _force(r, p, q), (qacc,), (dqacc,))
+  float0 = jax.dtypes.float0
+  zero_state, zero_niter = np.zeros(state.shape, float0), np.zeros(niter.shape, float0)
+  return (qacc, force, state, niter), (dqacc, dforce_p + dforce_q, zero_state, zero_niter)
 
 
 def solve(m: Model, d: Data, layout: Any = None) -> Data:
@@ -494,7 +629,8 @@ def solve(m: Model, d: Data, layout: Any = None) -> Data:
   friction; `layout` is the static row layout (default `jaxsim.constraint.layout(m)`).
   Monolithic solve (MuJoCo with islands disabled); rows with efc_active False take no part.
   Improvement and gradient tests are scaled by 1 / trace(qM), as mujoco 4.0.0 does; PGS is not
-  offered. qacc_warmstart is read, not written.
+  offered. qacc_warmstart is read, not written. Derivatives (forward and reverse mode) are
+  those of the solution by implicit differentiation (`_primal_jvp`), not of the iterations.
   """
   if layout is None:
     from jaxsim import constraint
@@ -516,11 +652,13 @@ def solve(m: Model, d: Data, layout: Any = None) -> Data:
   solver = int(m.opt.solver)
   if solver not in (SolverType.CG, SolverType.NEWTON):
     raise ValueError(f'solver {solver} is not supported: use Newton ({SolverType.NEWTON}) or CG')
-  flg_newton = solver == SolverType.NEWTON
-  cone_hessian = flg_newton and int(m.opt.cone) == ConeType.ELLIPTIC and len(r.con) > 0
-  tol = m.opt.tolerance
-  ls_tol = tol * m.opt.ls_tolerance
-
+  cfg = _Config(
+    newton=solver == SolverType.NEWTON,
+    ellipse=int(m.opt.cone) == ConeType.ELLIPTIC and len(r.con) > 0,
+    iterations=int(m.opt.iterations),
+    ls_iterations=int(m.opt.ls_iterations),
+    warmstart=not m.opt.disableflags & DisableBit.WARMSTART,
+  )
   con = d.contact
   fric = con.friction[r.con, :5] * r.tmask if len(r.con) else jnp.zeros((0, 5), dtype)
   p = _Problem(
@@ -536,87 +674,14 @@ def solve(m: Model, d: Data, layout: Any = None) -> Data:
     qfrc_smooth=d.qfrc_smooth,
     qacc_smooth=d.qacc_smooth,
   )
-  solve_m = lambda x: dynamics.solve_m(m, d, x)
-  # improvement and gradient are scaled by the total inertia of the dofs being solved: mujoco
-  # 4.0.0 uses sum(diag(M)) at the current state (its island formula) for the monolithic solve
-  # too, not stat.meaninertia * nv as engine_solver.c reads (measured: the solver's statistics
-  # do not change with stat.meaninertia)
-  scale = 1.0 / jnp.trace(p.M)
-
-  def gauss(qacc, ma):
-    return 0.5 * (ma - p.qfrc_smooth) @ (qacc - p.qacc_smooth)
-
-  # warm start: the better of qacc_warmstart and qacc_smooth by total cost (warmstart())
-  if m.opt.disableflags & DisableBit.WARMSTART:
-    qacc = p.qacc_smooth
-  else:
-    ws = d.qacc_warmstart
-    jar = jnp.stack([p.J @ ws - p.aref, p.J @ p.qacc_smooth - p.aref])
-    cost = jax.vmap(lambda j: _update_constraint(p, r, j, False).cost)(jar)
-    qacc = jnp.where(cost[0] + gauss(ws, p.M @ ws) > cost[1], p.qacc_smooth, ws)
-
-  zv, zc = jnp.zeros(nv, dtype), jnp.zeros(nefc, dtype)
-  f, i0 = jnp.zeros((), bool), jnp.zeros((), jnp.int32)
-  ctx = _Ctx(qacc, p.M @ qacc, p.J @ qacc - p.aref, zc, i0 + zc, zv, zv, zv, ~f, f, i0)
-
-  def iteration(c: _Ctx, _):
-    """One iteration of mj_solPrimal's loop; the first step only evaluates the start."""
-    # line search and move; the first step's search is zero, so it stays in place
-    search = c.search
-    mv = p.M @ search
-    jv = p.J @ search
-    snorm = safe_norm(search)
-    ln = _prepare(p, r, c.jaref, jv, search, c.ma, mv)
-    alpha, ls_improvement = _linesearch(
-      p, r, ln, snorm, ls_tol * snorm / scale, m.opt.ls_iterations
-    )
-    stop = (alpha == 0) & ~c.first  # no improvement
-    qacc = c.qacc + alpha * search
-    ma = c.ma + alpha * mv
-    jaref = c.jaref + alpha * jv
-
-    upd = _update_constraint(p, r, jaref, cone_hessian)
-    grad = ma - p.qfrc_smooth - p.J.T @ upd.force
-    mgrad_m = solve_m(grad)
-    if flg_newton:
-      mgrad = jax.scipy.linalg.cho_solve((_hessian(p, r, upd), True), grad)
-    else:
-      mgrad = mgrad_m
-
-    improvement = scale * ls_improvement
-    grad_ok = scale * safe_norm(grad) < tol
-    converged = ((improvement > 0) & (improvement < tol)) | grad_ok
-    # at the start: the certificate cost - cost* <= 0.5 grad' M^-1 grad; Newton also requires
-    # the gradient test (its solutions are force-accurate)
-    gap = jnp.maximum(0.0, 0.5 * scale * grad @ mgrad_m) < tol
-    if flg_newton:
-      # Newton decrement: the model's predicted improvement of the next step
-      dec_ok = jnp.maximum(0.0, 0.5 * scale * grad @ mgrad) < tol
-      converged = jnp.where(c.first, grad_ok & (gap | dec_ok), converged | dec_ok)
-      search_new = -mgrad
-    else:
-      converged = jnp.where(c.first, gap, converged)
-      # Hager-Zhang conjugate direction (MuJoCo's default CG update), steepest descent on loss
-      # of conjugacy
-      ydif, mydif = grad - c.grad, mgrad - c.mgrad
-      d_dot_y = search @ ydif
-      lost = (d_dot_y < MINVAL) | c.first
-      dy = jnp.where(lost, 1.0, d_dot_y)
-      beta_hz = (ydif @ mgrad - 2 * (ydif @ mydif / dy) * (search @ grad)) / dy
-      eta_k = -1.0 / jnp.maximum(MINVAL, snorm * jnp.minimum(0.01, safe_norm(grad)))
-      beta = jnp.where(lost, 0.0, jnp.maximum(eta_k, beta_hz))
-      search_new = -mgrad + beta * search
-
-    niter = c.niter + jnp.where(c.first, 0, 1).astype(jnp.int32)
-    new = _Ctx(qacc, ma, jaref, upd.force, upd.state, grad, mgrad, search_new, f, converged, niter)
-    out = jax.tree_util.tree_map(lambda x, y: jnp.where(c.done | stop, x, y), c, new)
-    return out._replace(done=c.done | stop | converged), None
-
-  ctx, _ = jax.lax.scan(jax.checkpoint(iteration), ctx, None, length=m.opt.iterations + 1)
+  x = _Path(d.qLD, d.qacc_warmstart, m.opt.tolerance, m.opt.ls_tolerance)
+  primal = jax.custom_jvp(functools.partial(_primal, cfg, r))
+  primal.defjvp(functools.partial(_primal_jvp, cfg, r))
+  qacc, force, state, niter = primal(p, x)
   return d.replace(
-    qacc=ctx.qacc,
-    qfrc_constraint=p.J.T @ ctx.force,
-    efc_force=ctx.force,
-    efc_state=ctx.state.astype(jnp.int32),
-    solver_niter=ctx.niter,
+    qacc=qacc,
+    qfrc_constraint=p.J.T @ force,
+    efc_force=force,
+    efc_state=state,
+    solver_niter=niter,
   )

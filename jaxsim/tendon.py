@@ -344,7 +344,10 @@ def _inv_divisor(m: Model, g: _Segments, dtype) -> jax.Array:
   """1 / divisor of the pulley branch each segment is on (1 before any pulley), (n,)."""
   if not (g.pulley >= 0).any():
     return jnp.ones(len(g.pulley), dtype=dtype)
-  return jnp.where(g.pulley >= 0, 1.0 / m.wrap_prm[np.maximum(g.pulley, 0)], 1.0).astype(dtype)
+  on = g.pulley >= 0
+  # segments before any pulley read a placeholder divisor of 1 (wrap_prm there may be 0)
+  divisor = jnp.where(on, m.wrap_prm[np.maximum(g.pulley, 0)], 1.0)
+  return (1.0 / divisor).astype(dtype)
 
 
 def _geom_wrap(m: Model, d: Data, g: _Segments):

@@ -561,6 +561,13 @@ def make_data(m: Model, ncon: int | None = None, nefc: int | None = None) -> Dat
     'solver_niter': jnp.zeros((), dtype=jnp.int32),
     'sensordata': z(m.nsensordata),
     'energy': z(2),
-    'warning': jnp.zeros(4, dtype=jnp.int32),
+    'warning': jnp.zeros(7, dtype=jnp.int32),  # mjNWARNING counters, mjtWarning order
+    # computed lazily, for the sensors that need them (mj_subtreeVel, mj_rnePostConstraint)
+    'subtree_linvel': z(nbody, 3),
+    'subtree_angmom': z(nbody, 3),
+    'cacc': z(nbody, 6),
+    'cfrc_int': z(nbody, 6),
+    'cfrc_ext': z(nbody, 6),
+    'solver_fwdinv': z(2),  # mj_compareFwdInv, with the fwdinv enable flag
   }
   return Data(fields, tuple(fields))

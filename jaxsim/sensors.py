@@ -1,0 +1,565 @@
+"""Sensor values at the position, velocity and acceleration stages (engine_sensor.c).
+
+`sensor_pos`, `sensor_vel` and `sensor_acc` mirror mj_sensorPos, mj_sensorVel and mj_sensorAcc:
+each computes the sensors whose needstage is its stage, writes them into sensordata and applies
+their cutoff (apply_cutoff: clamp for real data, positive side only for positive data). Sensors
+of one type are computed together with static index arrays; a stage without sensors is skipped
+at trace time. As in MuJoCo, noise is metadata (mj_forward adds none), user sensors (computed by
+a callback MuJoCo does not have by default) are zero, subtree momenta are computed only for the
+sensors that need them (mj_subtreeVel) and the post-constraint RNE pass (rne_post) only for
+acceleration and force sensors.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxsim import constraint, math, passive, ray, rne_post
+from jaxsim.types import Data, DisableBit, Model
+
+
+class SensorType(enum.IntEnum):
+  """mjtSensor (MuJoCo 4.0)."""
+
+  TOUCH = 0
+  ACCELEROMETER = 1
+  VELOCIMETER = 2
+  GYRO = 3
+  FORCE = 4
+  TORQUE = 5
+  MAGNETOMETER = 6
+  RANGEFINDER = 7
+  CAMPROJECTION = 8
+  JOINTPOS = 9
+  JOINTVEL = 10
+  TENDONPOS = 11
+  TENDONVEL = 12
+  ACTUATORPOS = 13
+  ACTUATORVEL = 14
+  ACTUATORFRC = 15
+  JOINTACTFRC = 16
+  TENDONACTFRC = 17
+  BALLQUAT = 18
+  BALLANGVEL = 19
+  JOINTLIMITPOS = 20
+  JOINTLIMITVEL = 21
+  JOINTLIMITFRC = 22
+  TENDONLIMITPOS = 23
+  TENDONLIMITVEL = 24
+  TENDONLIMITFRC = 25
+  FRAMEPOS = 26
+  FRAMEQUAT = 27
+  FRAMEXAXIS = 28
+  FRAMEYAXIS = 29
+  FRAMEZAXIS = 30
+  FRAMELINVEL = 31
+  FRAMEANGVEL = 32
+  FRAMELINACC = 33
+  FRAMEANGACC = 34
+  SUBTREECOM = 35
+  SUBTREELINVEL = 36
+  SUBTREEANGMOM = 37
+  INSIDESITE = 38
+  GEOMDIST = 39
+  GEOMNORMAL = 40
+  GEOMFROMTO = 41
+  CONTACT = 42
+  E_POTENTIAL = 43
+  E_KINETIC = 44
+  CLOCK = 45
+  TACTILE = 46
+  PLUGIN = 47
+  USER = 48
+
+
+S = SensorType
+POS, VEL, ACC = 1, 2, 3  # mjtStage
+REAL, POSITIVE = 0, 1  # mjtDataType (axis and quaternion data have no cutoff)
+OBJ_BODY, OBJ_XBODY, OBJ_GEOM, OBJ_SITE, OBJ_CAMERA = 1, 2, 5, 6, 7  # mjtObj
+TRN_TENDON = 3  # mjTRN_TENDON
+CAM_FIXED = 0  # mjCAMLIGHT_FIXED
+
+# types whose values need rne_post (mj_rnePostConstraint) or mj_subtreeVel first
+_NEED_RNE_POST = (S.ACCELEROMETER, S.FORCE, S.TORQUE, S.FRAMELINACC, S.FRAMEANGACC, S.USER)
+_NEED_SUBTREE_VEL = (S.SUBTREELINVEL, S.SUBTREEANGMOM, S.USER)
+_CAM_FIELDS = ('cam_resolution', 'cam_intrinsic', 'cam_sensorsize')
+
+
+def _ids(m: Model, stage: int) -> np.ndarray:
+  """Sensors computed at a stage (none when sensors are disabled)."""
+  if not m.nsensor or m.opt.disableflags & DisableBit.SENSOR:
+    return np.zeros(0, np.int64)
+  return np.flatnonzero(np.asarray(m.sensor_needstage) == stage)
+
+
+def unsupported(m: Model) -> list[str]:
+  """The model's sensors jaxsim cannot compute, each named (empty when all are computed)."""
+  if not m.nsensor:
+    return []
+  out = []
+  stype = np.asarray(m.sensor_type)
+  known = set(_POS) | set(_VEL) | set(_ACC) | {int(S.USER)}
+  for t in sorted(set(stype.tolist()) - known):
+    out.append(f'{SensorType(t).name.lower()} sensors')
+  objtype, reftype = np.asarray(m.sensor_objtype), np.asarray(m.sensor_reftype)
+  cam = np.concatenate(
+    [
+      np.asarray(m.sensor_objid)[objtype == OBJ_CAMERA],
+      np.asarray(m.sensor_refid)[reftype == OBJ_CAMERA],
+    ]
+  )
+  mode = np.asarray(m.cam_mode)[cam] if cam.size else cam
+  for c in np.unique(cam[mode != CAM_FIXED]):
+    out.append(
+      f'sensors on camera {int(c)}, which tracks or targets a body (camera mode '
+      f'{int(np.asarray(m.cam_mode)[c])}); only fixed cameras are supported'
+    )
+  if (stype == S.CAMPROJECTION).any() and not set(_CAM_FIELDS) <= set(m.fields()):
+    out.append(
+      "camprojection sensors (the Model lacks the cameras' " + ', '.join(_CAM_FIELDS) + ')'
+    )
+  return out
+
+
+def check_supported(m: Model) -> None:
+  """Raises NotImplementedError naming the first sensor jaxsim cannot compute for this model."""
+  missing = unsupported(m)
+  if missing and not m.opt.disableflags & DisableBit.SENSOR:
+    raise NotImplementedError(f'not supported by jaxsim: {missing[0]}')
+
+
+# ------------------------------------------------------------------------------ frames
+
+
+def _cam_frames(m: Model, d: Data):
+  """cam_xpos (ncam, 3), cam_xmat (ncam, 3, 3), quat (ncam, 4) of fixed cameras (mj_camlight)."""
+  body = np.asarray(m.cam_bodyid)
+  quat = math.quat_mul(d.xquat[body], m.cam_quat)
+  pos = d.xpos[body] + jnp.einsum('nij,nj->ni', d.xmat[body], m.cam_pos)
+  return pos, math.quat_to_mat(quat), quat
+
+
+def _obj_body(m: Model, objtype: np.ndarray, objid: np.ndarray) -> np.ndarray:
+  """Body ids (n,) that carry the objects (static)."""
+  out = np.array(objid, copy=True)
+  for t, name in ((OBJ_GEOM, 'geom_bodyid'), (OBJ_SITE, 'site_bodyid'), (OBJ_CAMERA, 'cam_bodyid')):
+    sel = objtype == t
+    if sel.any():
+      out[sel] = np.asarray(getattr(m, name))[objid[sel]]
+  return out
+
+
+def _obj_tables(m: Model, d: Data, objtype: np.ndarray, objid: np.ndarray, kind: str):
+  """Per object (n, ...) rows gathered from the per-type tables of `kind` ('pos', 'mat', 'quat')."""
+  tables, offset, start = [], {}, 0
+  for t in np.unique(objtype):
+    if t == OBJ_CAMERA:
+      cpos, cmat, cquat = _cam_frames(m, d)
+      tab = {'pos': cpos, 'mat': cmat, 'quat': cquat}[kind]
+    elif kind == 'quat':
+      if t == OBJ_XBODY:
+        tab = d.xquat
+      else:
+        body, local = {
+          OBJ_BODY: (np.arange(m.nbody), m.body_iquat),
+          OBJ_GEOM: (np.asarray(m.geom_bodyid), m.geom_quat),
+          OBJ_SITE: (np.asarray(m.site_bodyid), m.site_quat),
+        }[int(t)]
+        tab = math.quat_mul(d.xquat[body], local)
+    else:
+      pos, mat = {
+        OBJ_BODY: (d.xipos, d.ximat),
+        OBJ_XBODY: (d.xpos, d.xmat),
+        OBJ_GEOM: (d.geom_xpos, d.geom_xmat),
+        OBJ_SITE: (d.site_xpos, d.site_xmat),
+      }[int(t)]
+      tab = pos if kind == 'pos' else mat
+    tables.append(tab)
+    offset[int(t)] = start
+    start += tab.shape[0]
+  rows = np.asarray([offset[int(t)] for t in objtype], np.int64) + objid
+  return jnp.concatenate(tables)[rows]
+
+
+def _obj_frame(m: Model, d: Data, objtype: np.ndarray, objid: np.ndarray):
+  """Position (n, 3) and orientation (n, 3, 3) of objects (get_xpos_xmat)."""
+  return _obj_tables(m, d, objtype, objid, 'pos'), _obj_tables(m, d, objtype, objid, 'mat')
+
+
+def _obj_quat(m: Model, d: Data, objtype: np.ndarray, objid: np.ndarray) -> jax.Array:
+  """Global orientation quaternions (n, 4) of objects (get_xquat)."""
+  return _obj_tables(m, d, objtype, objid, 'quat')
+
+
+def _rotate_t(mat: jax.Array, v: jax.Array) -> jax.Array:
+  """mat' v for batches (n, 3, 3), (n, 3)."""
+  return jnp.einsum('nji,nj->ni', mat, v)
+
+
+def _obj_motion(
+  m: Model, d: Data, field: jax.Array, objtype: np.ndarray, objid: np.ndarray, local: bool
+):
+  """A com-based motion field (cvel or cacc) at the objects (n, 6) (mju_transformSpatial)."""
+  body = _obj_body(m, objtype, objid)
+  pos, mat = _obj_frame(m, d, objtype, objid)
+  com = d.subtree_com[np.asarray(m.body_rootid)[body]]
+  v = field[body]
+  ang, lin = v[:, :3], v[:, 3:] - jnp.cross(pos - com, v[:, :3])
+  if local:
+    ang, lin = _rotate_t(mat, ang), _rotate_t(mat, lin)
+  # objects on bodies welded to the world (static or mocap) do not move
+  still = np.asarray(m.body_dofnum)[np.asarray(m.body_weldid)[body]] == 0
+  return jnp.where(still[:, None], 0.0, jnp.concatenate([ang, lin], axis=-1))
+
+
+def object_velocity(m: Model, d: Data, objtype, objid, local: bool = False) -> jax.Array:
+  """Angular:linear velocity (n, 6) of objects, world or local orientation (mj_objectVelocity)."""
+  objtype, objid = np.atleast_1d(objtype), np.atleast_1d(objid)
+  return _obj_motion(m, d, d.cvel, objtype, objid, local)
+
+
+def object_acceleration(m: Model, d: Data, objtype, objid, local: bool = False) -> jax.Array:
+  """Angular:linear acceleration (n, 6) of objects (mj_objectAcceleration); needs rne_post."""
+  objtype, objid = np.atleast_1d(objtype), np.atleast_1d(objid)
+  acc = _obj_motion(m, d, d.cacc, objtype, objid, local)
+  vel = _obj_motion(m, d, d.cvel, objtype, objid, local)
+  # Coriolis correction of the rotating frame: acc_lin += vel_ang x vel_lin
+  return acc.at[:, 3:].add(jnp.cross(vel[:, :3], vel[:, 3:]))
+
+
+def subtree_vel(m: Model, d: Data) -> Data:
+  """subtree_linvel and subtree_angmom (nbody, 3) about each subtree com (mj_subtreeVel)."""
+  dtype = d.xpos.dtype
+  body = np.arange(m.nbody)
+  vel = object_velocity(m, d, np.full(m.nbody, OBJ_BODY), body)
+  ang, lin = vel[:, :3], vel[:, 3:]
+  mass = m.body_mass
+  subtree = jnp.asarray(m.tree_subtree, dtype)
+  smass = m.body_subtreemass
+  linvel = (subtree @ (mass[:, None] * lin)) / jnp.maximum(math.MINVAL, smass)[:, None]
+  local = _rotate_t(d.ximat, ang) * m.body_inertia
+  own = jnp.einsum('nij,nj->ni', d.ximat, local)
+  own = own + jnp.cross(d.xipos - d.subtree_com, mass[:, None] * (lin - linvel))
+  # each body's subtree momentum, moved to its parent's subtree com, is added to the parent
+  parent = np.asarray(m.body_parentid)
+  moved = jnp.cross(
+    d.subtree_com - d.subtree_com[parent], smass[:, None] * (linvel - linvel[parent])
+  )
+  own = own.at[0].set(0.0)
+  moved = moved.at[0].set(0.0)
+  angmom = subtree @ (own + moved) - moved
+  return d.replace(subtree_linvel=linvel, subtree_angmom=angmom)
+
+
+# ------------------------------------------------------------------------------ sensor types
+
+
+def _objid(m: Model, ids: np.ndarray) -> np.ndarray:
+  return np.asarray(m.sensor_objid)[ids]
+
+
+def _limit_rows(m: Model, ids: np.ndarray, kind: int):
+  """Static (n, 2) candidate limit rows of each sensor's joint or tendon and their validity.
+
+  A slide/hinge joint or tendon has a lower-side and an upper-side row, a ball joint one; rows
+  of one kind are in object order, so each object's rows are found by binary search.
+  """
+  lay = constraint.layout(m)
+  obj = _objid(m, ids)
+  cand = np.flatnonzero(lay.type == kind)
+  lo = np.searchsorted(lay.id[cand], obj, 'left')
+  count = np.searchsorted(lay.id[cand], obj, 'right') - lo
+  k = np.arange(2)
+  valid = k[None, :] < count[:, None]
+  rows = cand[np.where(valid, lo[:, None] + k, 0)] if cand.size else np.zeros(valid.shape, int)
+  return rows, valid
+
+
+def _limit_value(m: Model, d: Data, ids: np.ndarray, kind: int, value: jax.Array) -> jax.Array:
+  """value (nefc,) of the first active limit row of each sensor's object, else 0 (n, 1)."""
+  rows, valid = _limit_rows(m, ids, kind)
+  if not valid.any():
+    return jnp.zeros((len(ids), 1), d.qpos.dtype)
+  act = d.efc_active[rows] & valid
+  v = value[rows]
+  return jnp.where(act[:, 0], v[:, 0], jnp.where(act[:, 1], v[:, 1], 0.0))[:, None]
+
+
+def _frame_axes(m: Model, d: Data, ids: np.ndarray) -> jax.Array:
+  """framepos, framexaxis/yaxis/zaxis, in the world or the reference frame (n, 3)."""
+  stype = np.asarray(m.sensor_type)[ids]
+  objtype, objid = np.asarray(m.sensor_objtype)[ids], _objid(m, ids)
+  reftype, refid = np.asarray(m.sensor_reftype)[ids], np.asarray(m.sensor_refid)[ids]
+  pos, mat = _obj_frame(m, d, objtype, objid)
+  col = np.where(stype == S.FRAMEPOS, 0, stype - S.FRAMEXAXIS)
+  axis = jnp.take_along_axis(mat, col[:, None, None], axis=2)[..., 0]
+  ref = refid >= 0
+  if ref.any():
+    rpos, rmat = _obj_frame(m, d, np.where(ref, reftype, OBJ_XBODY), np.maximum(refid, 0))
+    pos = jnp.where(ref[:, None], _rotate_t(rmat, pos - rpos), pos)
+    axis = jnp.where(ref[:, None], _rotate_t(rmat, axis), axis)
+  return jnp.where((stype == S.FRAMEPOS)[:, None], pos, axis)
+
+
+def _frame_quat(m: Model, d: Data, ids: np.ndarray) -> jax.Array:
+  objtype, objid = np.asarray(m.sensor_objtype)[ids], _objid(m, ids)
+  reftype, refid = np.asarray(m.sensor_reftype)[ids], np.asarray(m.sensor_refid)[ids]
+  quat = _obj_quat(m, d, objtype, objid)
+  ref = refid >= 0
+  if ref.any():
+    rquat = _obj_quat(m, d, np.where(ref, reftype, OBJ_XBODY), np.maximum(refid, 0))
+    quat = jnp.where(ref[:, None], math.quat_mul(math.quat_neg(rquat), quat), quat)
+  return quat
+
+
+def _frame_vel(m: Model, d: Data, ids: np.ndarray) -> jax.Array:
+  """framelinvel, frameangvel, in the world or relative to a moving reference frame (n, 3)."""
+  stype = np.asarray(m.sensor_type)[ids]
+  objtype, objid = np.asarray(m.sensor_objtype)[ids], _objid(m, ids)
+  reftype, refid = np.asarray(m.sensor_reftype)[ids], np.asarray(m.sensor_refid)[ids]
+  vel = object_velocity(m, d, objtype, objid)
+  ref = refid >= 0
+  if ref.any():
+    rt, ri = np.where(ref, reftype, OBJ_XBODY), np.maximum(refid, 0)
+    pos, _ = _obj_frame(m, d, objtype, objid)
+    rpos, rmat = _obj_frame(m, d, rt, ri)
+    rvel = object_velocity(m, d, rt, ri)
+    rel = vel - rvel
+    # linear velocity seen from the rotating reference frame
+    lin = rel[:, 3:] + jnp.cross(pos - rpos, rvel[:, :3])
+    relvel = jnp.concatenate([_rotate_t(rmat, rel[:, :3]), _rotate_t(rmat, lin)], axis=-1)
+    vel = jnp.where(ref[:, None], relvel, vel)
+  return jnp.where((stype == S.FRAMELINVEL)[:, None], vel[:, 3:], vel[:, :3])
+
+
+def _frame_acc(m: Model, d: Data, ids: np.ndarray) -> jax.Array:
+  stype = np.asarray(m.sensor_type)[ids]
+  acc = object_acceleration(m, d, np.asarray(m.sensor_objtype)[ids], _objid(m, ids))
+  return jnp.where((stype == S.FRAMELINACC)[:, None], acc[:, 3:], acc[:, :3])
+
+
+def _site_motion(m: Model, d: Data, ids: np.ndarray, acc: bool) -> jax.Array:
+  site = _objid(m, ids)
+  fn = object_acceleration if acc else object_velocity
+  return fn(m, d, np.full(len(ids), OBJ_SITE), site, local=True)
+
+
+def _site_wrench(m: Model, d: Data, ids: np.ndarray) -> jax.Array:
+  """Interaction wrench between the site's body and its parent, at the site, site frame (n, 6)."""
+  site = _objid(m, ids)
+  body = np.asarray(m.site_bodyid)[site]
+  com = d.subtree_com[np.asarray(m.body_rootid)[body]]
+  f = d.cfrc_int[body]
+  pos, mat = d.site_xpos[site], d.site_xmat[site]
+  torque = f[:, :3] - jnp.cross(pos - com, f[:, 3:])
+  return jnp.concatenate([_rotate_t(mat, torque), _rotate_t(mat, f[:, 3:])], axis=-1)
+
+
+def _touch(m: Model, d: Data, ids: np.ndarray) -> jax.Array:
+  """Normal forces of contacts on the site's body whose force ray meets the site volume."""
+  out = jnp.zeros(len(ids), d.qpos.dtype)
+  g1, g2 = rne_post.contact_slots(m)
+  if not g1.size:
+    return out[:, None]
+  site = _objid(m, ids)
+  body = np.asarray(m.site_bodyid)[site]
+  gb = np.asarray(m.geom_bodyid)
+  b1, b2 = gb[g1], gb[g2]
+  s, k = np.nonzero((body[:, None] == b1[None, :]) | (body[:, None] == b2[None, :]))
+  if not s.size:
+    return out[:, None]
+  frc = rne_post.contact_force(m, d)[k, 0]
+  on = (d.contact.efc_address[k] >= 0) & (frc > 0)
+  normal = d.contact.frame[k, 0] * jnp.where(on, frc, 1.0)[:, None]
+  conray, _ = math.normalize3(normal)
+  # pointing into the sensor's body
+  conray = jnp.where((body[s] == b2[k])[:, None], -conray, conray)
+  stype = np.asarray(m.site_type)[site[s]]
+  hit = jnp.zeros(len(s), bool)
+  for t in np.unique(stype):
+    sel = np.flatnonzero(stype == t)
+    ss = site[s[sel]]
+    x = ray.ray_geom(
+      int(t), d.site_xpos[ss], d.site_xmat[ss], m.site_size[ss], d.contact.pos[k[sel]], conray[sel]
+    )
+    hit = hit.at[sel].set(x >= 0)
+  return out.at[s].add(jnp.where(on & hit, frc, 0.0))[:, None]
+
+
+def _rangefinder(m: Model, d: Data, ids: np.ndarray) -> jax.Array:
+  """Distance along the site's z axis to the nearest geom, -1 if none (mj_ray, static geoms in)."""
+  site = _objid(m, ids)
+  body = jnp.asarray(np.asarray(m.site_bodyid)[site])
+  fn = lambda p, v, b: ray.ray(m, d, p, v, None, True, b)[0]  # noqa: E731
+  return jax.vmap(fn)(d.site_xpos[site], d.site_xmat[site, :, 2], body)[:, None]
+
+
+def _camprojection(m: Model, d: Data, ids: np.ndarray) -> jax.Array:
+  """Pixel coordinates (n, 2) of the site in the camera image (cam_project)."""
+  site, cam = _objid(m, ids), np.asarray(m.sensor_refid)[ids]
+  cpos, cmat, _ = _cam_frames(m, d)
+  res = np.asarray(m.cam_resolution)[cam].astype(np.float64)
+  intr, ssize = m.cam_intrinsic[cam], m.cam_sensorsize[cam]
+  has = (ssize[:, 0] != 0) & (ssize[:, 1] != 0)
+  fovy = 0.5 / jnp.tan(m.cam_fovy[cam] * jnp.pi / 360.0) * res[:, 1]
+  fx = jnp.where(has, intr[:, 0] / jnp.where(has, ssize[:, 0], 1.0) * res[:, 0], fovy)
+  fy = jnp.where(has, intr[:, 1] / jnp.where(has, ssize[:, 1], 1.0) * res[:, 1], fovy)
+  p = _rotate_t(cmat[cam], d.site_xpos[site] - cpos[cam])
+  z = p[:, 2]
+  # avoid dividing by tiny numbers, keeping the sign
+  z = jnp.where(jnp.abs(z) < math.MINVAL, jnp.where(z < 0, -math.MINVAL, math.MINVAL), z)
+  return jnp.stack([-fx * p[:, 0] / z + 0.5 * res[:, 0], fy * p[:, 1] / z + 0.5 * res[:, 1]], -1)
+
+
+def _tendon_actfrc(m: Model, d: Data, ids: np.ndarray) -> jax.Array:
+  trn = np.asarray(m.actuator_trntype) == TRN_TENDON
+  mask = trn[None, :] & (np.asarray(m.actuator_trnid)[:, 0][None, :] == _objid(m, ids)[:, None])
+  return (jnp.asarray(mask, d.qpos.dtype) @ d.actuator_force)[:, None]
+
+
+def _col(x: jax.Array) -> jax.Array:
+  return x[:, None]
+
+
+_Fn = Callable[[Model, Data, np.ndarray], jax.Array]
+
+_POS: dict[int, _Fn] = {
+  S.MAGNETOMETER: lambda m, d, i: _rotate_t(
+    d.site_xmat[_objid(m, i)], jnp.broadcast_to(m.opt.magnetic, (len(i), 3))
+  ),
+  S.CAMPROJECTION: _camprojection,
+  S.RANGEFINDER: _rangefinder,
+  S.JOINTPOS: lambda m, d, i: _col(d.qpos[np.asarray(m.jnt_qposadr)[_objid(m, i)]]),
+  S.TENDONPOS: lambda m, d, i: _col(d.ten_length[_objid(m, i)]),
+  S.ACTUATORPOS: lambda m, d, i: _col(d.actuator_length[_objid(m, i)]),
+  S.BALLQUAT: lambda m, d, i: math.quat_normalize(
+    d.qpos[np.asarray(m.jnt_qposadr)[_objid(m, i)][:, None] + np.arange(4)]
+  ),
+  S.JOINTLIMITPOS: lambda m, d, i: _limit_value(
+    m, d, i, constraint.LIMIT_JOINT, d.efc_pos - d.efc_margin
+  ),
+  S.TENDONLIMITPOS: lambda m, d, i: _limit_value(
+    m, d, i, constraint.LIMIT_TENDON, d.efc_pos - d.efc_margin
+  ),
+  S.FRAMEPOS: _frame_axes,
+  S.FRAMEXAXIS: _frame_axes,
+  S.FRAMEYAXIS: _frame_axes,
+  S.FRAMEZAXIS: _frame_axes,
+  S.FRAMEQUAT: _frame_quat,
+  S.SUBTREECOM: lambda m, d, i: d.subtree_com[_objid(m, i)],
+  S.E_POTENTIAL: lambda m, d, i: jnp.broadcast_to(passive.energy_pos(m, d), (len(i), 1)),
+  # MuJoCo 4 computes e_kinetic at the position stage (qM is known by then)
+  S.E_KINETIC: lambda m, d, i: jnp.broadcast_to(passive.energy_vel(m, d), (len(i), 1)),
+  S.CLOCK: lambda m, d, i: jnp.broadcast_to(d.time, (len(i), 1)),
+}
+
+_VEL: dict[int, _Fn] = {
+  S.VELOCIMETER: lambda m, d, i: _site_motion(m, d, i, acc=False)[:, 3:],
+  S.GYRO: lambda m, d, i: _site_motion(m, d, i, acc=False)[:, :3],
+  S.JOINTVEL: lambda m, d, i: _col(d.qvel[np.asarray(m.jnt_dofadr)[_objid(m, i)]]),
+  S.TENDONVEL: lambda m, d, i: _col(d.ten_velocity[_objid(m, i)]),
+  S.ACTUATORVEL: lambda m, d, i: _col(d.actuator_velocity[_objid(m, i)]),
+  S.BALLANGVEL: lambda m, d, i: d.qvel[
+    np.asarray(m.jnt_dofadr)[_objid(m, i)][:, None] + np.arange(3)
+  ],
+  S.JOINTLIMITVEL: lambda m, d, i: _limit_value(m, d, i, constraint.LIMIT_JOINT, d.efc_vel),
+  S.TENDONLIMITVEL: lambda m, d, i: _limit_value(m, d, i, constraint.LIMIT_TENDON, d.efc_vel),
+  S.FRAMELINVEL: _frame_vel,
+  S.FRAMEANGVEL: _frame_vel,
+  S.SUBTREELINVEL: lambda m, d, i: d.subtree_linvel[_objid(m, i)],
+  S.SUBTREEANGMOM: lambda m, d, i: d.subtree_angmom[_objid(m, i)],
+  S.E_KINETIC: lambda m, d, i: jnp.broadcast_to(passive.energy_vel(m, d), (len(i), 1)),
+}
+
+_ACC: dict[int, _Fn] = {
+  S.TOUCH: _touch,
+  S.ACCELEROMETER: lambda m, d, i: _site_motion(m, d, i, acc=True)[:, 3:],
+  S.FORCE: lambda m, d, i: _site_wrench(m, d, i)[:, 3:],
+  S.TORQUE: lambda m, d, i: _site_wrench(m, d, i)[:, :3],
+  S.ACTUATORFRC: lambda m, d, i: _col(d.actuator_force[_objid(m, i)]),
+  S.JOINTACTFRC: lambda m, d, i: _col(d.qfrc_actuator[np.asarray(m.jnt_dofadr)[_objid(m, i)]]),
+  S.TENDONACTFRC: _tendon_actfrc,
+  S.JOINTLIMITFRC: lambda m, d, i: _limit_value(m, d, i, constraint.LIMIT_JOINT, d.efc_force),
+  S.TENDONLIMITFRC: lambda m, d, i: _limit_value(m, d, i, constraint.LIMIT_TENDON, d.efc_force),
+  S.FRAMELINACC: _frame_acc,
+  S.FRAMEANGACC: _frame_acc,
+}
+
+
+def _cutoff(m: Model, ids: np.ndarray, values: jax.Array) -> jax.Array:
+  """Clamps real data to [-cutoff, cutoff] and positive data to cutoff (apply_cutoff)."""
+  dtype = np.asarray(m.sensor_datatype)[ids][:, None]
+  cutoff = m.sensor_cutoff[ids][:, None]
+  on = cutoff > 0
+  values = jnp.where(on & (dtype == REAL), jnp.clip(values, -cutoff, cutoff), values)
+  return jnp.where(on & (dtype == POSITIVE), jnp.minimum(cutoff, values), values)
+
+
+def _compute(m: Model, d: Data, ids: np.ndarray, table: dict[int, _Fn]) -> Data:
+  """Writes the values of the given sensors, type by type, into sensordata."""
+  stype = np.asarray(m.sensor_type)[ids]
+  adr, dim = np.asarray(m.sensor_adr), np.asarray(m.sensor_dim)
+  idx, vals = [], []
+  for t in np.unique(stype):
+    sel = ids[stype == t]
+    if t == S.USER:
+      # no sensor callback: MuJoCo clears user sensors
+      i = np.concatenate([adr[s] + np.arange(dim[s]) for s in sel])
+      idx.append(i)
+      vals.append(jnp.zeros(len(i), d.sensordata.dtype))
+      continue
+    v = _cutoff(m, sel, table[int(t)](m, d, sel).astype(d.sensordata.dtype))
+    idx.append((adr[sel][:, None] + np.arange(v.shape[1])).reshape(-1))
+    vals.append(v.reshape(-1))
+  sensordata = d.sensordata.at[np.concatenate(idx)].set(jnp.concatenate(vals))
+  return d.replace(sensordata=sensordata)
+
+
+def sensor_pos(m: Model, d: Data) -> Data:
+  """Position-dependent sensors (mj_sensorPos)."""
+  ids = _ids(m, POS)
+  if not ids.size:
+    return d
+  return _compute(m, d, ids, _POS)
+
+
+def sensor_vel(m: Model, d: Data) -> Data:
+  """Velocity-dependent sensors (mj_sensorVel); subtree momenta where a sensor needs them."""
+  ids = _ids(m, VEL)
+  if not ids.size:
+    return d
+  if np.isin(np.asarray(m.sensor_type)[ids], _NEED_SUBTREE_VEL).any():
+    d = subtree_vel(m, d)
+  return _compute(m, d, ids, _VEL)
+
+
+def sensor_acc(m: Model, d: Data) -> Data:
+  """Acceleration and force sensors (mj_sensorAcc); rne_post where a sensor needs it."""
+  ids = _ids(m, ACC)
+  if not ids.size:
+    return d
+  if np.isin(np.asarray(m.sensor_type)[ids], _NEED_RNE_POST).any():
+    d = rne_post.rne_post_constraint(m, d)
+  return _compute(m, d, ids, _ACC)
+
+
+def energy(m: Model, d: Data) -> jax.Array:
+  """Data.energy (2,) after forward when the energy flag is off (mj_forwardSkip, mj_sensorPos).
+
+  Zero, except that energy sensors compute their energy into it: e_potential the potential
+  energy (and the kinetic entry then keeps its previous value, as MuJoCo skips clearing it),
+  e_kinetic the kinetic energy.
+  """
+  stype = np.asarray(m.sensor_type) if m.nsensor else np.zeros(0, np.int64)
+  if m.opt.disableflags & DisableBit.SENSOR:
+    stype = stype[:0]
+  pot, kin = (stype == S.E_POTENTIAL).any(), (stype == S.E_KINETIC).any()
+  zero = jnp.zeros((), d.energy.dtype)
+  e0 = passive.energy_pos(m, d) if pot else zero
+  e1 = passive.energy_vel(m, d) if kin else (d.energy[1] if pot else zero)
+  return jnp.stack([e0, e1]).astype(d.energy.dtype)
