@@ -13,12 +13,22 @@ def _run(*args):
   )
 
 
-def test_info_prints_counts_and_unsupported_features():
+def test_info_prints_counts_and_unsupported_features(tmp_path):
   quadruped = [p for p in dm_control_suite() if p.endswith('quadruped.xml')][0]
   r = _run('info', quadruped)
   assert r.returncode == 0, r.stderr
   assert 'nq=30' in r.stdout and 'nv=28' in r.stdout
-  assert 'collisions of hfield with sphere geoms' in r.stdout
+  assert 'not yet simulated by jaxsim: none' in r.stdout  # height fields, sensors: all simulated
+  # a sensor on a tracking camera needs mj_camlight's reference poses: named
+  xml = tmp_path / 'track.xml'
+  xml.write_text(
+    '<mujoco><worldbody><body name="b"><freejoint/><geom size=".1"/>'
+    '<camera name="c" mode="track"/></body></worldbody>'
+    '<sensor><framepos objtype="camera" objname="c"/></sensor></mujoco>'
+  )
+  r = _run('info', str(xml))
+  assert r.returncode == 0, r.stderr
+  assert 'not yet simulated by jaxsim:\n' in r.stdout and 'tracks or targets a body' in r.stdout
 
 
 def test_simulate_writes_trajectory(tmp_path):

@@ -86,7 +86,18 @@ def test_applied_forces(case):
 
 
 def test_missing_colliders_are_named_not_ignored():
-  path = next(p for p in all_models() if p.endswith('quadruped.xml'))
-  m = jaxsim.load(path)
-  with pytest.raises(NotImplementedError, match='hfield-sphere'):
+  """A geom type pair without a collider (plane-hfield, which MuJoCo does not collide either,
+  forced into a compiled model's candidate pairs) is named by forward and `jaxsim info`."""
+  from jaxsim import cli
+  from jaxsim.collision import driver
+
+  xml = """<mujoco><worldbody><geom type="plane" size="1 1 .1"/>
+    <body><freejoint/><geom type="box" size=".1 .1 .1"/></body></worldbody></mujoco>"""
+  m = jaxsim.load_string(xml)
+  gtype = np.asarray(m.geom_type).copy()
+  gtype[1] = jaxsim.GeomType.HFIELD
+  m = m.replace(geom_type=gtype)
+  assert driver.unsupported_pairs(m) == [('plane', 'hfield')]
+  with pytest.raises(NotImplementedError, match='plane-hfield'):
     jaxsim.forward(m, jaxsim.make_data(m))
+  assert 'collisions of plane with hfield geoms' in cli.info(m, 'forced.xml')

@@ -11,6 +11,7 @@ import pytest
 
 from jaxsim.errors import ModelError
 from jaxsim.mjcf import mesh as M
+from jaxsim.mjcf import polygon
 
 MODES = ('legacy', 'convex', 'exact', 'shell')
 DOG_FILES = (
@@ -171,6 +172,20 @@ def _check_mesh(m: mujoco.MjModel, i: int, md: M.MeshData):
     return out
 
   assert neighbours(ours) == neighbours(graph)
+  _check_polygons(m, i, md)
+
+
+def _check_polygons(m: mujoco.MjModel, i: int, md: M.MeshData):
+  """The hull's polygons equal MuJoCo's mesh_poly* of mesh i: same loops, order, normals, map."""
+  pa, pn = m.mesh_polyadr[i], m.mesh_polynum[i]
+  va, vn = m.mesh_vertadr[i], m.mesh_vertnum[i]
+  adr, num = m.mesh_polyvertadr[pa : pa + pn], m.mesh_polyvertnum[pa : pa + pn]
+  theirs = [tuple(int(v) for v in m.mesh_polyvert[a : a + n]) for a, n in zip(adr, num)]
+  assert list(md.polygons) == theirs
+  np.testing.assert_array_equal(md.polynormal, m.mesh_polynormal[pa : pa + pn])
+  madr, mnum = m.mesh_polymapadr[va : va + vn], m.mesh_polymapnum[va : va + vn]
+  pmap = [[int(k) for k in m.mesh_polymap[a : a + n]] for a, n in zip(madr, mnum)]
+  assert polygon.polygon_map(list(md.polygons), vn) == pmap
 
 
 def _check_geom(m: mujoco.MjModel, g: int, out: dict, density: float):
@@ -440,3 +455,89 @@ def test_unknown_inertia_mode():
   vert, faces = _tetrahedron()
   with pytest.raises(ModelError):
     M.compile_mesh(vert, np.array(faces), inertia='solid')
+
+
+# ------------------------------------------------------------------------------------------------
+# mesh polygons (mesh_poly*): what multi-contact collisions read
+
+POLY_FIELDS = (
+  'mesh_polynum',
+  'mesh_polyadr',
+  'mesh_polynormal',
+  'mesh_polyvertadr',
+  'mesh_polyvertnum',
+  'mesh_polyvert',
+  'mesh_polymapadr',
+  'mesh_polymapnum',
+  'mesh_polymap',
+)
+
+
+def _check_poly_fields(m, mj: mujoco.MjModel):
+  for k in POLY_FIELDS:
+    np.testing.assert_array_equal(np.asarray(getattr(m, k)), getattr(mj, k), err_msg=k)
+
+
+def test_polygon_model_fields_match_mujoco(assets):
+  """A box from vertex/face data, a random convex cloud (hull only), a mirrored, a rotated and a
+  visual-only mesh: every mesh_poly* array equals MuJoCo's, bit for bit."""
+  import jaxsim
+
+  rng = np.random.default_rng(3)
+  cloud = rng.normal(size=(40, 3)) * [0.3, 0.2, 0.1]
+  box_v, box_f = _box()
+  tris = _triangles(box_f)
+  flat = lambda a: ' '.join(repr(float(x)) for x in np.ravel(a))  # noqa: E731
+  face = ' '.join(str(int(i)) for i in tris.ravel())
+  asset = (
+    f'<mesh name="box" vertex="{flat(box_v)}" face="{face}"/>'
+    f'<mesh name="cloud" vertex="{flat(cloud)}"/>'
+    '<mesh name="mirror" file="lshape.obj" scale="1 -2 1"/>'
+    '<mesh name="turned" file="tet.obj" refquat="0.8 0.2 0.3 -0.1" scale="0.5 1 2"/>'
+    '<mesh name="visual" file="box.obj"/>'
+  )
+  body = (
+    ''.join(
+      f'<body><geom type="mesh" mesh="{n}"/></body>' for n in ('box', 'cloud', 'mirror', 'turned')
+    )
+    + '<body><geom type="mesh" mesh="visual" contype="0" conaffinity="0"/></body>'
+  )
+  xml = f"""<mujoco><compiler meshdir="{assets}"/>
+  <asset>{asset}</asset><worldbody>{body}</worldbody></mujoco>"""
+  path = assets / 'poly.xml'
+  path.write_text(xml)
+  mj = mujoco.MjModel.from_xml_path(str(path))
+  m = jaxsim.load(str(path))
+  # the box's faces merge into 6 quads; the visual mesh has no hull, hence no polygons
+  np.testing.assert_array_equal(mj.mesh_polynum[[0, 4]], [6, 0])
+  np.testing.assert_array_equal(mj.mesh_polyvertnum[:6], 4)
+  _check_poly_fields(m, mj)
+
+
+def test_polygon_model_fields_bundled_scene():
+  import jaxsim
+  from tests.models import MODELS
+
+  path = os.path.join(MODELS, 'scene.xml')
+  mj = mujoco.MjModel.from_xml_path(path)
+  assert mj.mesh_polynum.sum() > 0
+  _check_poly_fields(jaxsim.load(path), mj)
+
+
+def test_dog_mesh_polygons():
+  """Every 3rd dog bone as a colliding mesh, scaled, some mirrored: hundreds of merged polygons
+  whose order follows MuJoCo's hash map of rounded normal angles."""
+  d = _dog_dir()
+  files = sorted(f for f in os.listdir(d) if f.endswith('.stl'))[::3]
+  scales = ['1 1 1', '1.5 0.7 1.2', '-1 1 1', '0.5 -0.5 -2']
+  asset = ''.join(
+    f'<mesh name="m{i}" file="{f}" scale="{scales[i % 4]}"/>' for i, f in enumerate(files)
+  )
+  body = ''.join(f'<body><geom type="mesh" mesh="m{i}"/></body>' for i in range(len(files)))
+  xml = f'<mujoco><compiler meshdir="{d}"/><asset>{asset}</asset><worldbody>{body}</worldbody>'
+  m = mujoco.MjModel.from_xml_string(xml + '</mujoco>')
+  for i, f in enumerate(files):
+    with open(os.path.join(d, f), 'rb') as fh:
+      vert, face = M.read_mesh(fh.read(), f)
+    md = M.compile_mesh(vert, face, scale=[float(x) for x in scales[i % 4].split()])
+    _check_polygons(m, i, md)

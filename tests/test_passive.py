@@ -11,7 +11,7 @@ import pytest
 import jaxsim
 from jaxsim import dynamics, kinematics, passive
 from jaxsim.types import DisableBit
-from tests.models import bundled, dm_control_suite, model_id
+from tests.models import bundled, model_id
 from tests.oracle import NO_CONSTRAINT, assert_close, jx_data, load_pair, mj_data, random_state
 
 ENERGY = int(mujoco.mjtEnableBit.mjENBL_ENERGY)
@@ -114,30 +114,7 @@ def _pipeline(m: jaxsim.Model, d: jaxsim.Data):
   return d, passive.energy_pos(m, d), passive.energy_vel(m, d)
 
 
-def _passive_only(m: jaxsim.Model, d: jaxsim.Data):
-  d = passive.passive(m, d)
-  return d, passive.energy_pos(m, d), passive.energy_vel(m, d)
-
-
 pipeline = jax.jit(_pipeline)
-passive_only = jax.jit(_passive_only)
-
-
-def _with_mujoco_kinematics(d: jaxsim.Data, mj: mujoco.MjModel, md: mujoco.MjData):
-  """d with MuJoCo's position and velocity stages (everything passive reads) copied in."""
-  qm = np.zeros((mj.nv, mj.nv))
-  mujoco.mj_fullM(mj, md, qm)
-  mat = lambda x: x.reshape(-1, 3, 3).copy()  # noqa: E731
-  return d.replace(
-    xipos=md.xipos.copy(),
-    ximat=mat(md.ximat),
-    geom_xpos=md.geom_xpos.copy(),
-    geom_xmat=mat(md.geom_xmat),
-    subtree_com=md.subtree_com.copy(),
-    cdof=md.cdof.copy(),
-    cvel=md.cvel.copy(),
-    qM=qm,
-  )
 
 
 def _patch_compiler_gaps(m: jaxsim.Model, mj: mujoco.MjModel) -> jaxsim.Model:
@@ -156,12 +133,8 @@ def _patch_compiler_gaps(m: jaxsim.Model, mj: mujoco.MjModel) -> jaxsim.Model:
   )
 
 
-def _run(m, mj, seed, n=NSTATE, full=True):
-  """Yields (MjData, jaxsim Data, energy) at n random states, tendons taken from MuJoCo.
-
-  full: jaxsim's own kinematics, com frames, velocities and mass matrix feed passive; otherwise
-  MuJoCo's (quicker to trace, for the many suite models).
-  """
+def _run(m, mj, seed, n=NSTATE):
+  """Yields (MjData, jaxsim Data, energy) at n random states, tendons taken from MuJoCo."""
   rng = np.random.default_rng(seed)
   for _ in range(n):
     state = random_state(mj, rng)
@@ -171,26 +144,19 @@ def _run(m, mj, seed, n=NSTATE, full=True):
       ten_velocity=md.ten_velocity.copy(),
       ten_J=_dense_ten_j(mj, md),
     )
-    if full:
-      d, epos, evel = pipeline(m, d)
-    else:
-      d, epos, evel = passive_only(m, _with_mujoco_kinematics(d, mj, md))
+    d, epos, evel = pipeline(m, d)
     yield md, d, np.array([epos, evel])
 
 
-def _check(m, mj, seed, full=True):
-  for md, d, energy in _run(m, mj, seed, full=full):
+def _check(m, mj, seed):
+  for md, d, energy in _run(m, mj, seed):
     for f in FIELDS:
       assert_close(f, getattr(d, f), getattr(md, f))
     assert_close('energy', energy, md.energy)
 
 
-@pytest.mark.parametrize('path', dm_control_suite(), ids=model_id)
-def test_suite(path):
-  m, mj = load_pair(path, enable=ENERGY)
-  _check(_patch_compiler_gaps(m, mj), mj, seed=0, full=False)
-
-
+# the suite models' passive forces and energies are compared in test_forward (whole pipeline, one
+# program per model); here: the bundled models and the feature model below
 @pytest.mark.parametrize('path', bundled(), ids=model_id)
 def test_bundled(path):
   m, mj = load_pair(path, enable=ENERGY)

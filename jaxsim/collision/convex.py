@@ -1,10 +1,12 @@
-"""General convex collisions: MuJoCo's native CCD (GJK, EPA, multi-contact) as mjc_Convex.
+"""General convex collisions: MuJoCo 4's native CCD (GJK, EPA, multi-contact) as mjc_Convex.
 
-Mirrors engine_collision_gjk.c (mjc_ccd) and engine_collision_convex.c (mjc_Convex,
-mjc_penetration) with fixed iteration counts: every loop runs `ccd_iterations` (static) steps as a
-`lax.scan` and iterations after MuJoCo would have stopped are masked to no-ops, so the result is
-the same under jit, vmap and grad. The EPA polytope lives in fixed arrays (5 + N vertices, 6 N
-faces for N = ccd_iterations, as mjc_ccdSize sizes MuJoCo's buffer).
+Mirrors MuJoCo 4.0's engine_collision_gjk.c (mjc_ccd, mjc_multicontact) and
+engine_collision_convex.c (mjc_Convex, mjc_penetration) with fixed iteration counts: every loop
+runs `ccd_iterations` (static) steps as a `lax.scan` and iterations after MuJoCo would have
+stopped are masked to no-ops, so the result is the same under jit, vmap and grad. The EPA
+polytope lives in fixed arrays (5 + N vertices, 6 N faces for N = ccd_iterations, as
+mjc_ccdSize sizes MuJoCo's buffer). Multi-contact clips face polygons (boxes, mesh polygons,
+cylinder caps as 16-gons) against each other or against an edge in fixed-size buffers.
 """
 
 from __future__ import annotations
@@ -38,23 +40,24 @@ _S, _C, _E, _Y, _B, _M = (
   GeomType.MESH,
 )
 
-# (type1, type2) -> max contacts, for the pairs mjCOLLISIONFUNC sends to mjc_Convex (multiccd on;
-# box-mesh and mesh-mesh give at most 4 without margin, 5 with one)
+# (type1, type2) -> max contacts, for the pairs mjCOLLISIONFUNC sends to mjc_Convex: MuJoCo 4's
+# maxContacts gives 4 to pairs of cylinders, boxes and meshes and 2 to a capsule against a
+# cylinder, box or mesh (with or without margin), recovered in one pass by mjc_multicontact
 CONVEX_PAIRS = {
   (_S, _E): 1,
   (_S, _M): 1,
   (_C, _E): 1,
-  (_C, _Y): 5,
-  (_C, _M): 5,
+  (_C, _Y): 2,
+  (_C, _M): 2,
   (_E, _E): 1,
   (_E, _Y): 1,
   (_E, _B): 1,
   (_E, _M): 1,
-  (_Y, _Y): 5,
-  (_Y, _B): 5,
-  (_Y, _M): 5,
-  (_B, _M): 5,
-  (_M, _M): 5,
+  (_Y, _Y): 4,
+  (_Y, _B): 4,
+  (_Y, _M): 4,
+  (_B, _M): 4,
+  (_M, _M): 4,
 }
 
 
@@ -711,14 +714,14 @@ class _Ccd(NamedTuple):
   dist: jax.Array  # signed distance of the inflated geoms (< 0 when ok)
   x1: jax.Array  # (3,) witness on geom 1
   x2: jax.Array  # (3,)
-  pt: _Poly | None  # EPA polytope and its closest face, for multi-contact
-  face: jax.Array | None
+  simplex: Verts  # (3,) final simplex: the closest EPA face, or GJK's simplex when shallow
+  nsimplex: jax.Array  # its vertex count (0: multi-contact is not attempted)
 
 
 def _penetration(
   g1: GeomInfo, g2: GeomInfo, t1, t2, margin: jax.Array, kmax: int, tol: jax.Array
 ) -> _Ccd:
-  """mjc_ccd with dist_cutoff 0 (penetration only), single contact."""
+  """mjc_ccd with dist_cutoff 0 (penetration only): one contact and its simplex."""
   discrete = jnp.asarray(_isin(t1, (_B, _M)) & _isin(t2, (_B, _M))) & (margin == 0)
   o1, o2 = _obj(g1, t1, margin), _obj(g2, t2, margin)
   nv, nf = 5 + kmax, 6 * kmax
@@ -729,29 +732,34 @@ def _penetration(
   pt, face, found = _epa(o1, o2, pt, kmax, tol, discrete)
   face = jnp.maximum(face, 0)
   x1, x2, dist = _epa_witness(pt, face)
-  res = _Ccd(run_epa & ok & found & (dist < 0), dist, x1, x2, pt, face)
+  epa_ok = run_epa & ok & found & (dist < 0)
+  tri = _vget(pt.verts, pt.fverts[face])
+  res = _Ccd(epa_ok, dist, x1, x2, tri, jnp.where(epa_ok, 3, 0))
 
+  # MuJoCo 4 first runs GJK distance on the bare geoms (spheres and capsules shrunk to a point
+  # and a segment, margins removed) and inflates its witness points; only when those cores
+  # overlap does it fall back to GJK + EPA on the full, margin-inflated geoms
   round1, round2 = _isin(t1, (_S, _C)), _isin(t2, (_S, _C))
-  if round1 is False and round2 is False:
-    return res
-  # sphere and capsule shrink to a point and a segment: GJK distance, then inflate
-  fm1 = jnp.where(round1, g1.size[0] + 0.5 * margin, 0.0)
-  fm2 = jnp.where(round2, g2.size[0] + 0.5 * margin, 0.0)
-  c1 = _obj(g1, t1, margin, shrink=True)
-  c2 = _obj(g2, t2, margin, shrink=True)
-  gd = _gjk(c1, c2, kmax, tol, jnp.array(False), True, fm1 + fm2)
+  shrink = jnp.asarray(round1 | round2) | (margin > 0)
+  fm1 = jnp.where(round1, g1.size[0], 0.0) + 0.5 * margin
+  fm2 = jnp.where(round2, g2.size[0], 0.0) + 0.5 * margin
+  c1 = _obj(g1, t1, 0.0, shrink=True)
+  c2 = _obj(g2, t2, 0.0, shrink=True)
+  bare = jnp.asarray(_isin(t1, (_B, _M)) & _isin(t2, (_B, _M)))
+  gd = _gjk(c1, c2, kmax, tol, bare, True, fm1 + fm2)
   n = _normalize3(gd.x2 - gd.x1)
   x1 = gd.x1 + fm1 * n
   x2 = gd.x2 - fm2 * n
   dist = gd.dist - (fm1 + fm2)
-  use = (round1 | round2) & (gd.dist > tol)
+  use = shrink & (gd.dist > tol)
+  simplex = jax.tree_util.tree_map(lambda a, b: jnp.where(use, a[:3], b), gd.simplex, res.simplex)
   return _Ccd(
     jnp.where(use, dist < 0, res.ok),
     jnp.where(use, dist, res.dist),
     jnp.where(use, x1, res.x1),
     jnp.where(use, x2, res.x2),
-    pt,
-    face,
+    simplex,
+    jnp.where(use, jnp.where(dist < 0, gd.nsimplex, 0), res.nsimplex),
   )
 
 
@@ -763,41 +771,244 @@ def _contact(c: _Ccd, margin: jax.Array):
   return dist, pos, normal
 
 
-def _rbound(g: GeomInfo, t) -> jax.Array:
-  """geom_rbound from the geom's size (or mesh vertices)."""
-  s = g.size
-  r = {
-    _S: s[0],
-    _C: s[0] + s[1],
-    _E: jnp.max(s),
-    _Y: _sqrt(s[0] * s[0] + s[1] * s[1]),
-    _B: _norm(s),
-  }
-  if g.vert is not None:
-    r[_M] = jnp.max(_norm(g.vert))
-  if isinstance(t, (int, np.integer)):
-    return r[int(t)]
-  return jnp.sum(jnp.stack([jnp.where(t == k, v, 0.0) for k, v in r.items()]))
+# ---------------------------------------- multi-contact ------------------------------------------
 
 
-def _axis_angle_mat(axis: jax.Array, angle: float) -> jax.Array:
-  """mju_quat2Mat(mju_axisAngle2Quat(axis, angle))."""
-  s, c = np.sin(0.5 * angle), np.cos(0.5 * angle)
-  q = jnp.concatenate([jnp.array([c]), axis * s])
-  w, x, y, z = q
-  return jnp.array(
-    [
-      [w * w + x * x - y * y - z * z, 2 * (x * y - w * z), 2 * (x * z + w * y)],
-      [2 * (x * y + w * z), w * w - x * x + y * y - z * z, 2 * (y * z - w * x)],
-      [2 * (x * z - w * y), 2 * (y * z + w * x), w * w - x * x - y * y + z * z],
-    ]
+def _simplex_dim(idx: jax.Array, pts: jax.Array, n: jax.Array):
+  """simplexDim on the first n (1-3) simplex vertices: (dim, ids (3,), points (3, 3))."""
+  pick = jnp.stack([0 * n, jnp.where(n >= 2, 1, 0), jnp.where(n > 2, 2, 0)])
+  vi, v = idx[pick], pts[pick]
+  same01 = vi[0] == vi[1]
+  dim = jnp.where(
+    same01,
+    jnp.where(vi[0] == vi[2], 1, 2),
+    jnp.where((vi[2] == vi[0]) | (vi[2] == vi[1]), 2, 3),
   )
+  # two equal leading ids: the third vertex moves into the second slot
+  move = same01 & (vi[0] != vi[2])
+  vi = vi.at[1].set(jnp.where(move, vi[2], vi[1]))
+  v = v.at[1].set(jnp.where(move, v[2], v[1]))
+  return dim, vi, v
 
 
-def _rotate_about(g: GeomInfo, origin: jax.Array, rot: jax.Array) -> GeomInfo:
-  """mju_rotateFrame: rotate a geom's frame about a point."""
-  rel = origin - g.pos
-  return g._replace(mat=rot @ g.mat, pos=g.pos - (rot @ rel - rel))
+def _clip_planes(face: jax.Array, nface: jax.Array, n: jax.Array) -> jax.Array:
+  """planeNormal for every edge of a polygon: unit normals (k, 3) of its side planes."""
+  k = face.shape[0]
+  i = jnp.arange(k)
+  v1 = face
+  v2 = face[jnp.where(i == nface - 1, 0, jnp.minimum(i + 1, k - 1))]
+  res = jnp.cross(v2 - v1, (v1 + n) - v1)
+  return jax.vmap(_normalize3)(res)
+
+
+def _polygon_clip(face, nface, subj, nsubj, n, margin, cap: int):
+  """polygonClip's Sutherland-Hodgman loop and margin prune: (points (cap, 3), count)."""
+  pn = _clip_planes(face, nface, n)
+  poly = jnp.zeros((cap, 3)).at[: subj.shape[0]].set(subj)
+  idx = jnp.arange(cap)
+
+  def clip(e, carry):
+    poly, k = carry
+    a, pe = face[e], pn[e]
+    q = poly[jnp.where(idx < k - 1, idx + 1, 0)]
+    dp, dq = (poly - a) @ pe, (q - a) @ pe
+    inp, inq = dp > -MINVAL, dq > -MINVAL
+    act = idx < k
+    den = dp - dq
+    t = dp / jnp.where(den != 0, den, 1.0)
+    oki = act & (inp != inq) & (den != 0) & (t >= 0) & (t <= 1)
+    okq = act & inq
+    cnt = oki.astype(int) + okq.astype(int)
+    off = jnp.cumsum(cnt) - cnt
+    pi = t[:, None] * (q - poly) + poly
+    new = jnp.zeros_like(poly).at[jnp.where(oki, off, cap)].set(pi, mode='drop')
+    new = new.at[jnp.where(okq, off + oki, cap)].set(q, mode='drop')
+    live = e < nface
+    k2 = jnp.minimum(jnp.sum(cnt), cap).astype(k.dtype)
+    return jnp.where(live, new, poly), jnp.where(live, k2, k)
+
+  poly, k = jax.lax.fori_loop(0, face.shape[0], clip, (poly, jnp.asarray(nsubj, int)))
+  # keep the vertices within the margin of the clipping face
+  keep = (idx < k) & (margin >= (poly - face[0]) @ n)
+  pos = jnp.cumsum(keep) - 1
+  out = jnp.zeros_like(poly).at[jnp.where(keep, pos, cap)].set(poly, mode='drop')
+  return out, jnp.sum(keep)
+
+
+def _quad_area(a, b, c, d):
+  g = jnp.cross(a - c, b - d)
+  return jnp.sqrt(g @ g) * 0.5
+
+
+def _polygon_quad(poly: jax.Array, n: jax.Array) -> jax.Array:
+  """polygonClip's maximum-area quadrilateral of a polygon with n >= 5 vertices: ids (4,)."""
+  poly = jax.lax.stop_gradient(poly)
+  nxt = lambda i: jnp.where(i + 1 >= n, 0, i + 1)  # noqa: E731
+  area = lambda a, b, c, d: _quad_area(poly[a], poly[b], poly[c], poly[d])  # noqa: E731
+
+  def grow(a, b, c, d, m):
+    # advance c, then b, while the area grows (d was just advanced)
+    def c_cond(st):
+      return st[1]
+
+    def c_body(st):
+      c, _, m = st
+      m2 = area(a, b, nxt(c), d)
+      better = m2 > m
+      return jnp.where(better, nxt(c), c), better, jnp.where(better, m2, m)
+
+    c, _, m = jax.lax.while_loop(c_cond, c_body, (c, jnp.array(True), m))
+
+    def b_body(st):
+      b, _, m = st
+      m2 = area(a, nxt(b), c, d)
+      better = m2 > m
+      return jnp.where(better, nxt(b), b), better, jnp.where(better, m2, m)
+
+    b, _, m = jax.lax.while_loop(c_cond, b_body, (b, jnp.array(True), m))
+    return b, c, m
+
+  def d_body(st):
+    a, b, c, d, m, best, _ = st
+    m2 = area(a, b, c, nxt(d))
+    better = m2 > m
+    b2, c2, m3 = grow(a, b, c, nxt(d), m2)
+    best2 = jnp.stack([a, b2, c2, nxt(d)])
+    return (
+      a,
+      jnp.where(better, b2, b),
+      jnp.where(better, c2, c),
+      jnp.where(better, nxt(d), d),
+      jnp.where(better, m3, m),
+      jnp.where(better, best2, best),
+      better,
+    )
+
+  def a_body(a, st):
+    b, c, d, m, best = st
+    _, b, c, d, m, best, _ = jax.lax.while_loop(
+      lambda s: s[6], d_body, (a, b, c, d, m, best, jnp.array(True))
+    )
+    # b, c and d never fall behind a
+    ba = b == a
+    b1 = jnp.where(ba, nxt(b), b)
+    cb = ba & (c == b1)
+    c1 = jnp.where(cb, nxt(c), c)
+    d1 = jnp.where(cb & (d == c1), nxt(d), d)
+    return b1, c1, d1, m, best
+
+  init = (jnp.array(1), jnp.array(2), jnp.array(3), area(0, 1, 2, 3), jnp.arange(4))
+  best = jax.lax.fori_loop(
+    0, poly.shape[0], lambda a, st: jax.lax.cond(a < n, a_body, lambda a, st: st, a, st), init
+  )[4]
+  return best
+
+
+def _farthest_pair(poly: jax.Array, n: jax.Array) -> jax.Array:
+  """The first pair (i < j) of the n points farthest apart: ids (2,)."""
+  k = poly.shape[0]
+  p = jax.lax.stop_gradient(poly)
+  d2 = jnp.sum((p[None, :] - p[:, None]) ** 2, axis=-1)
+  i, j = jnp.arange(k)[:, None], jnp.arange(k)[None, :]
+  d2 = jnp.where((i < j) & (j < n), d2, -1.0)
+  # strictly larger than 0 replaces the initial pair (0, 1), first maximum wins
+  flat = jnp.argmax(d2.reshape(-1))
+  ok = d2.reshape(-1)[flat] > 0
+  return jnp.where(ok, jnp.stack([flat // k, flat % k]), jnp.array([0, 1]))
+
+
+class _Multi(NamedTuple):
+  count: jax.Array  # number of contacts (0: keep the single contact)
+  dist: jax.Array  # (maxcon,)
+  x1: jax.Array  # (maxcon, 3)
+  x2: jax.Array  # (maxcon, 3)
+
+
+def _multicontact(g1, g2, t1, t2, p1, p2, c: _Ccd, margin, maxcon: int, maxcon_t) -> _Multi:
+  """mjc_multicontact: contacts of aligned faces or an edge on a face, clipped as polygons."""
+  z1 = sp.feature_sizes(t1, p1)
+  z2 = sp.feature_sizes(t2, p2)
+  dim1, v1i, v1 = _simplex_dim(c.simplex.index1, c.simplex.vert1, c.nsimplex)
+  dim2, v2i, v2 = _simplex_dim(c.simplex.index2, c.simplex.vert2, c.nsimplex)
+  d = c.x2 - c.x1
+  dneg = c.x1 - c.x2
+  n1, id1, ok1 = sp.face_normals(g1, t1, p1, dim1, v1i, dneg, z1.nnormal)
+  n2, id2, ok2 = sp.face_normals(g2, t2, p2, dim2, v2i, d, z2.nnormal)
+  nn1, nn2 = jnp.sum(ok1), jnp.sum(ok2)
+
+  # aligned faces: the most opposed pair, each facing the other geom
+  tol = _norm(d) * sp.EDGE_TOL
+  dots = n1 @ n2.T
+  face_ok = ok1[:, None] & ok2[None, :] & (n1 @ d < -tol)[:, None] & (tol < n2 @ d)[None, :]
+  face_ok &= dots < -sp.FACE_TOL
+  flat = jnp.argmin(jnp.where(face_ok, dots, jnp.inf).reshape(-1))
+  fi, fj = flat // n2.shape[0], flat % n2.shape[0]
+  aligned = jnp.any(face_ok)
+
+  # otherwise an edge of one geom lying on a face of the other
+  e1, end1, s1, eok1 = sp.edge_dirs(g1, t1, p1, dim1, v1i, v1, c.x1, margin, z1.nedge)
+  e2, end2, s2, eok2 = sp.edge_dirs(g2, t2, p2, dim2, v2i, v2, c.x2, margin, z2.nedge)
+  hit1 = ok2[:, None] & eok1[None, :] & (n2 @ d > MINVAL)[:, None]
+  hit1 &= jnp.abs(n2 @ e1.T) < sp.EDGE_TOL
+  hit2 = ok1[:, None] & eok2[None, :] & (n1 @ dneg > MINVAL)[:, None]
+  hit2 &= jnp.abs(n1 @ e2.T) < sp.EDGE_TOL
+  try1 = (dim1 != 3) & (nn2 > 0) & jnp.any(hit1)
+  try2 = (dim2 != 3) & (nn1 > 0) & jnp.any(hit2)
+  first2 = (nn1 != 0) & (dim2 != 3) & ((nn2 == 0) | (dim2 < dim1))
+  use2 = jnp.where(first2, try2, try2 & ~try1)
+  use1 = ~use2 & try1
+  h1 = jnp.argmax(hit1.reshape(-1))
+  j1, k1 = h1 // e1.shape[0], h1 % e1.shape[0]
+  h2 = jnp.argmax(hit2.reshape(-1))
+  i2, k2 = h2 // e2.shape[0], h2 % e2.shape[0]
+
+  # the clipping face, the clipped polygon (face or edge), normals, and which side is which
+  kp = max(z1.npoly, z2.npoly, 2)
+  face1, nf1 = sp.face_polygon(g1, t1, p1, jnp.where(aligned, id1[fi], id1[i2]), kp)
+  face2, nf2 = sp.face_polygon(g2, t2, p2, jnp.where(aligned, id2[fj], id2[j1]), kp)
+  edge1 = _pad(jnp.stack([s1, end1[k1]]), kp)
+  edge2 = _pad(jnp.stack([s2, end2[k2]]), kp)
+  clip_face = jnp.where(use1 & ~aligned, face2, face1)
+  nclip = jnp.where(use1 & ~aligned, nf2, nf1)
+  subj = jnp.where(aligned, face2, jnp.where(use1, edge1, edge2))
+  nsubj = jnp.where(aligned, nf2, 2)
+  n = jnp.where(aligned, n1[fi], jnp.where(use1, n2[j1], n1[i2]))
+  w = jnp.where(aligned, n2[fj], -n)
+  nrm = jnp.where(aligned, -n2[fj], jnp.where(use1, -n2[j1], n1[i2]))
+  swap = ~aligned & use1
+  run = (c.nsimplex > 0) & (maxcon_t >= 2) & (aligned | use1 | use2) & (nclip >= 3)
+
+  # MuJoCo clips the bare geoms and inflates the contacts by the margins afterwards
+  m1 = jnp.where(_isin(t1, (_C,)), 0.0, 0.5 * margin)
+  m2 = jnp.where(_isin(t2, (_C,)), 0.0, 0.5 * margin)
+  cap = kp + kp + 2
+  poly, cnt = _polygon_clip(clip_face, nclip, subj, nsubj, n, m1 + m2, cap)
+  quad = cnt >= 5
+  pair = ~quad & (nsubj == 2) & (cnt >= 3)
+  if maxcon >= 4:
+    sel_q = _polygon_quad(poly, jnp.where(quad, cnt, 5))
+  else:
+    sel_q = jnp.arange(4)
+  sel_p = _farthest_pair(poly, cnt)
+  slots = max(maxcon, 4)
+  base = jnp.arange(slots)
+  sel = jnp.where(quad, _pad(sel_q, slots), jnp.where(pair, _pad(sel_p, slots), base))
+  nout = jnp.where(quad, 4, jnp.where(pair, 2, jnp.minimum(cnt, maxcon_t)))
+  v = poly[sel]
+  d1 = (v - clip_face[0]) @ n
+  a = v - d1[:, None] * n
+  d2 = (a - v) @ w
+  b = a - d2[:, None] * w
+  x1 = jnp.where(swap, b, a) + m1 * nrm
+  x2 = jnp.where(swap, a, b) - m2 * nrm
+  dist = d2 - (m1 + m2)
+  count = jnp.where(run & (cnt > 0), jnp.minimum(nout, maxcon), 0)
+  return _Multi(count, dist[:maxcon], x1[:maxcon], x2[:maxcon])
+
+
+def _pad(x: jax.Array, n: int) -> jax.Array:
+  """x padded with zero rows (or cut) to n rows."""
+  return jnp.concatenate([x, jnp.zeros((n - x.shape[0],) + x.shape[1:], x.dtype)])[:n]
 
 
 def collide_convex(
@@ -810,22 +1021,23 @@ def collide_convex(
   ccd_iterations: int = 35,
   ccd_tolerance: jax.Array | float = 1e-6,
   multiccd: bool = True,
-  rbound1: jax.Array | None = None,
-  rbound2: jax.Array | None = None,
+  poly1: sp.MeshPoly | None = None,
+  poly2: sp.MeshPoly | None = None,
 ) -> Contacts:
-  """mjc_Convex: native CCD (GJK + EPA) contacts of two convex geoms, with multiccd.
+  """mjc_Convex: native CCD (GJK + EPA) contacts of two convex geoms, with multi-contact.
 
   type1 <= type2 is a pair of CONVEX_PAIRS, static (a Python int: the function is specialised
-  to it) or traced (an int array: one compiled function serves every pair, with 5 slots).
+  to it) or traced (an int array: one compiled function serves every pair, with 4 slots).
   ccd_iterations (static) and ccd_tolerance are opt.ccd_iterations and opt.ccd_tolerance;
-  multiccd = not (opt.disableflags & mjDSBL_MULTICCD); rbound = geom_rbound (computed from the
-  geom if not given). Returns CONVEX_PAIRS[(type1, type2)] slots (1 when multiccd is off).
+  multiccd = not (opt.disableflags & mjDSBL_MULTICCD). poly1/poly2 are the meshes' polygons
+  (MuJoCo's mesh_poly* arrays); a mesh without them gets a single contact, as in MuJoCo.
+  Returns CONVEX_PAIRS[(type1, type2)] slots (1 when multiccd is off).
   """
   static = isinstance(type1, (int, np.integer)) and isinstance(type2, (int, np.integer))
   t1, t2 = (int(type1), int(type2)) if static else (type1, type2)
   if static and (t1, t2) not in CONVEX_PAIRS:
     raise ValueError(f'mjc_Convex does not handle geom types ({t1}, {t2})')
-  ncon = (CONVEX_PAIRS[(t1, t2)] if static else 5) if multiccd else 1
+  ncon = (CONVEX_PAIRS[(t1, t2)] if static else 4) if multiccd else 1
   margin = jnp.asarray(margin)
   tol = jnp.asarray(ccd_tolerance)
   kmax = int(ccd_iterations)
@@ -834,40 +1046,21 @@ def collide_convex(
   if ncon == 1:
     return Contacts(dist0[None], pos0[None], make_frame(normal0)[None])
 
-  # multiccd by perturbation (mjc_Convex): rotate the geoms by +-1e-3 about the contact point,
-  # for pairs without spheres and ellipsoids; box-mesh and mesh-mesh only with a margin
-  smooth = _isin(t1, (_S, _E)) | _isin(t2, (_S, _E))
-  boxmesh = _isin(t1, (_B, _M)) & _isin(t2, (_B, _M))
-  perturb = jnp.asarray(~jnp.asarray(smooth)) & (jnp.asarray(~jnp.asarray(boxmesh)) | (margin > 0))
-  frame0 = make_frame(normal0)
-  rb1 = _rbound(g1, t1) if rbound1 is None else rbound1
-  rb2 = _rbound(g2, t2) if rbound2 is None else rbound2
-  tolerance = 1e-3 * jnp.minimum(rb1, rb2)
-  rots = jnp.stack(
-    [_axis_angle_mat(frame0[1 + a], s * 1e-3) for a in range(2) for s in (-1.0, 1.0)]
-  )
-
-  def perturbed(rot):
-    # MuJoCo 4 contacts match rotating geom 1 only (the 3.x source also counter-rotates geom 2)
-    h1 = _rotate_about(g1, pos0, rot)
-    return _contact(_penetration(h1, g2, t1, t2, margin, kmax, tol), margin)
-
-  pdist, ppos, pnormal = jax.vmap(perturbed)(rots)
-  dists, poss, normals = [dist0], [pos0], [normal0]
-  kept = [c0.ok]
-  for i in range(4):
-    distinct = jnp.array(True)
-    for p, ok in zip(poss, kept, strict=True):
-      distinct &= ~ok | (_norm(p - ppos[i]) > tolerance)
-    kept.append(perturb & c0.ok & (pdist[i] < NO_CONTACT) & distinct)
-    poss.append(ppos[i])
-    normals.append(pnormal[i])
-    dists.append(dist0)
-  kept = jnp.stack(kept)
-  # compact the accepted contacts into the first slots, in MuJoCo's order
-  order = jnp.argsort(~kept, stable=True)
-  valid = jnp.arange(5) < jnp.sum(kept)
-  dist = jnp.where(valid, jnp.stack(dists)[order], NO_CONTACT)
-  pos = jnp.stack(poss)[order]
-  normal = jnp.stack(normals)[order]
-  return Contacts(dist[:ncon], pos[:ncon], make_frame(normal)[:ncon])
+  # MuJoCo 4's maxContacts: 4 for cylinder/box/mesh pairs, 2 for capsule against those
+  if static:
+    maxcon_t = jnp.array(ncon)
+  else:
+    flat = _isin(t1, (_Y, _B, _M)) & _isin(t2, (_Y, _B, _M))
+    cap = (_isin(t1, (_C,)) & _isin(t2, (_C, _Y, _B, _M))) | (
+      _isin(t2, (_C,)) & _isin(t1, (_C, _Y, _B, _M))
+    )
+    maxcon_t = jnp.where(flat, 4, jnp.where(cap, 2, 1))
+  mc = _multicontact(g1, g2, t1, t2, poly1, poly2, c0, margin, ncon, maxcon_t)
+  multi = c0.ok & (mc.count > 0)
+  slot = jnp.arange(ncon)
+  pos = jnp.where(multi, 0.5 * (mc.x1 + mc.x2), pos0)
+  normal = jnp.where(multi, jax.vmap(_normalize3)(mc.x1 - mc.x2), normal0)
+  dist = jnp.where(multi, margin + mc.dist, jnp.where(slot == 0, dist0, NO_CONTACT))
+  dist = jnp.where(slot < jnp.where(multi, mc.count, 1), dist, NO_CONTACT)
+  dist = jnp.where(c0.ok, dist, NO_CONTACT)
+  return Contacts(dist, pos, make_frame(normal))

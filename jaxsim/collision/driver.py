@@ -1,69 +1,149 @@
 """Runs every candidate geom pair through its collider into fixed contact slots (mj_collision).
 
-Candidate pairs (pairs.py) are grouped by collider, and for meshes by mesh, at trace time; each
-group is one vmapped collider call. A pair's slots are always there; a slot holds a contact when
-its collider emitted one and the pair passed the bounding-sphere test, and `Contact.active` says
-so. Contact parameters are mixed from the geoms (or taken from the <pair>) as mj_contactParam.
+Candidate pairs (pairs.py) are grouped by collider, and for meshes by mesh, for height fields by
+height field, at trace time; each group is one vmapped collider call that fills its pairs' slots.
+A slot holds a contact when its collider emitted one and the pair passed the bounding-sphere
+test. Contact parameters are mixed from the geoms (or taken from the <pair>) as mj_contactParam.
+
+Contact budget: most candidate pairs never touch at the same time, so the slots of all pairs are
+compacted into `ncon_max(m)` slots (like MJX's and MuJoCo Warp's nconmax), per condim so that
+each slot keeps a static number of constraint rows: the active contacts of a condim class keep
+their slot order, and when there are more than the class has slots the deepest are kept and
+Data.warning[mjWARN_CONTACTFULL] counts the overflow. The budget is MJCF <size nconmax>,
+`with_ncon_max`, or by default an estimate of the contacts the model can have at once (`budget`).
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from jaxsim import math
-from jaxsim.collision import primitive
+from jaxsim.collision import hfield, primitive
+from jaxsim.collision import support as sp
 from jaxsim.collision.geom import NO_CONTACT, Contacts, GeomInfo, make_frame, mesh_graph_arrays
 from jaxsim.types import Data, DisableBit, EnableBit, GeomType, Model
 
 MINMU = 1e-5  # mjMINMU
+WARN_CONTACTFULL = 1  # mjWARN_CONTACTFULL
+MIN_BUDGET = 8  # slots of a condim class the default budget never goes below
+
+
+def _ccd_options(m: Model | None) -> dict[str, Any]:
+  """opt.ccd_iterations, opt.ccd_tolerance and multiccd for the GJK/EPA colliders."""
+  if m is None:
+    return {}
+  opts: dict[str, Any] = {'ccd_iterations': int(m.opt.ccd_iterations)}
+  if 'ccd_tolerance' in m.opt.fields():
+    opts['ccd_tolerance'] = m.opt.ccd_tolerance
+  return opts
 
 
 def _collider(
   t1: int, t2: int, m: Model | None = None
 ) -> tuple[Callable[..., Contacts], int] | None:
-  """(collider(g1, g2, margin) -> Contacts, number of slots) for geom types t1 <= t2."""
+  """(collider(g1, g2, margin) -> Contacts, number of slots) for geom types t1 <= t2.
+
+  Height fields are not here: their collider and slot count depend on the pair (`groups`).
+  """
   key = (GeomType(t1), GeomType(t2))
   if key in primitive.COLLIDERS:
     return primitive.COLLIDERS[key], primitive.MAX_CONTACTS[key]
   from jaxsim.collision import convex
 
   if key in convex.CONVEX_PAIRS:
-    opts = {}
+    opts = _ccd_options(m)
     if m is not None:
-      opts['ccd_iterations'] = int(m.opt.ccd_iterations)
       opts['multiccd'] = not m.opt.disableflags & DisableBit.MULTICCD
-      if 'ccd_tolerance' in m.opt.fields():
-        opts['ccd_tolerance'] = m.opt.ccd_tolerance
-    fn = lambda g1, g2, margin: convex.collide_convex(  # noqa: E731
-      g1, g2, margin, type1=t1, type2=t2, **opts
+    fn = lambda g1, g2, margin, poly1=None, poly2=None: convex.collide_convex(  # noqa: E731
+      g1, g2, margin, type1=t1, type2=t2, poly1=poly1, poly2=poly2, **opts
     )
     return fn, convex.CONVEX_PAIRS[key]
   return None
 
 
+def _is_convex(t1: int, t2: int) -> bool:
+  """Whether mjc_Convex (GJK/EPA, with mesh polygons for multi-contact) collides t1, t2."""
+  from jaxsim.collision import convex
+
+  return (GeomType(t1), GeomType(t2)) in convex.CONVEX_PAIRS
+
+
+def _supported(t1: int, t2: int) -> bool:
+  if t1 == GeomType.HFIELD:
+    return t2 in hfield.HFIELD_TYPES
+  return _collider(t1, t2) is not None
+
+
+def _windows(m: Model) -> np.ndarray:
+  """(n, 2) height-field windows of the candidate pairs (static, from pairs.candidate_pairs)."""
+  cand = m.collision_pairs
+  if 'window' in cand:
+    return np.asarray(cand['window'])
+  from jaxsim.collision import pairs
+
+  try:
+    c = {k: np.asarray(getattr(m, k)) for k in pairs.WINDOW_FIELDS if k in m.fields()}
+  except jax.errors.TracerArrayConversionError:
+    raise ValueError(
+      'height-field collisions need the static sub-grid windows of collision_pairs (load the '
+      'model with jaxsim.load), or a Model closed over instead of passed as a traced argument'
+    ) from None
+  c['opt'] = {'enableflags': int(m.opt.enableflags), 'o_margin': np.asarray(m.opt.o_margin)}
+  return pairs.hfield_windows(c, cand['geom1'], cand['geom2'], np.asarray(cand['ipair']))
+
+
 def groups(m: Model) -> list[dict[str, Any]]:
-  """Static collider groups: candidate pairs sharing a collider (and meshes, for mesh pairs)."""
+  """Static collider groups: candidate pairs sharing a collider (and mesh, and height field).
+
+  Each group: types (type2 -1: height-field pairs of several primitive types, traced), mesh
+  (mesh ids or -1), hfield (height field id or -1), fn, ncon (slots per pair), geom1, geom2,
+  ipair (arrays over the group's pairs), pairs (candidate indices).
+  """
   cand = m.collision_pairs
   gtype, dataid = np.asarray(m.geom_type), np.asarray(m.geom_dataid)
   out: dict[tuple, dict[str, Any]] = {}
+  windows = None
+  # height-field pairs: one group per height field and mesh, primitives joining the first
+  # mesh's group (geom type traced), so that few GJK/EPA programs are compiled
+  field_mesh: dict[int, int] = {}
+  for g1, g2 in zip(cand['geom1'], cand['geom2'], strict=True):
+    if gtype[g1] == GeomType.HFIELD and gtype[g2] == GeomType.MESH:
+      field_mesh.setdefault(int(dataid[g1]), int(dataid[g2]))
   for k, (g1, g2) in enumerate(zip(cand['geom1'], cand['geom2'], strict=True)):
     t1, t2 = int(gtype[g1]), int(gtype[g2])
     m1 = int(dataid[g1]) if t1 == GeomType.MESH else -1
     m2 = int(dataid[g2]) if t2 == GeomType.MESH else -1
-    key = (t1, t2, m1, m2)
-    grp = out.setdefault(key, {'types': (t1, t2), 'mesh': (m1, m2), 'pairs': []})
+    hid = int(dataid[g1]) if t1 == GeomType.HFIELD else -1
+    if hid >= 0:
+      if t2 not in hfield.HFIELD_TYPES:
+        continue
+      m2 = m2 if m2 >= 0 else field_mesh.get(hid, -1)
+      t2 = -1
+    key = (t1, t2, m1, m2, hid)
+    grp = out.setdefault(key, {'types': (t1, t2), 'mesh': (m1, m2), 'hfield': hid, 'pairs': []})
     grp['pairs'].append(k)
   result = []
   for grp in out.values():
-    col = _collider(*grp['types'], m)
-    if col is None:
-      continue
+    t1, t2 = grp['types']
     idx = np.asarray(grp['pairs'])
+    if grp['hfield'] >= 0:
+      if windows is None:
+        windows = _windows(m)
+      win = tuple(int(w) for w in np.max(windows[idx], axis=0))
+      t2s = np.unique(gtype[np.asarray(cand['geom2'])[idx]])
+      grp['types'] = (t1, int(t2s[0]) if len(t2s) == 1 else -1)
+      fn = functools.partial(hfield.collide_hfield, win=win, **_ccd_options(m))
+      col = (fn, hfield.max_contacts(win))
+    else:
+      col = _collider(t1, t2, m)
+      if col is None:
+        continue
     grp.update(
       fn=col[0],
       ncon=col[1],
@@ -82,16 +162,129 @@ def unsupported_pairs(m: Model) -> list[tuple[str, str]]:
   missing = set()
   for g1, g2 in zip(cand['geom1'], cand['geom2'], strict=True):
     t1, t2 = int(gtype[g1]), int(gtype[g2])
-    if _collider(t1, t2) is None:
+    if not _supported(t1, t2):
       missing.add((GeomType(t1).name.lower(), GeomType(t2).name.lower()))
   return sorted(missing)
 
 
+# ------------------------------------------------------------------------------ contact budget
+
+
+class Budget(NamedTuple):
+  """Static contact-slot layout: the collider slots of all pairs, and what Data.contact holds.
+
+  nfull: collider slots (every pair's maximum contacts); ncon: Data.contact slots. When capped,
+  Data.contact is the concatenation over `classes` (condim, collider slots of that condim (S,),
+  slots kept K), each holding its class's active contacts first; otherwise it is the collider
+  slots themselves. dim (ncon,): condim of every Data.contact slot.
+  """
+
+  nfull: int
+  ncon: int
+  capped: bool
+  dim: np.ndarray
+  classes: tuple[tuple[int, np.ndarray, int], ...]
+
+
+def _capping_supported() -> bool:
+  """Whether the constraint rows read contact geoms from Data (slots not tied to one pair)."""
+  from jaxsim import constraint
+
+  return bool(getattr(constraint, 'CONTACT_SLOTS_DYNAMIC', False))
+
+
+def _requested(m: Model) -> int | None:
+  """The budget asked for: with_ncon_max, else MJCF <size nconmax>; None: the default estimate."""
+  n = m.collision_pairs.get('nconmax') if 'collision_pairs' in m.fields() else None
+  if n is None and 'size' in m.fields() and isinstance(m.size, dict):
+    n = m.size.get('nconmax')
+  return None if n is None else int(n)
+
+
+def _default_budget(g1: np.ndarray, g2: np.ndarray, nslot: np.ndarray) -> int:
+  """Contacts a set of pairs can plausibly have at once: each geom at full contact with three.
+
+  Every geom counts the slots of its largest pair, times 3/2 as a contact involves two geoms:
+  each geom can have its largest pair's contacts with three partners at the same time (a settled
+  pile of 50 mixed bodies has about 160 contacts for a budget of about 290).
+  """
+  if not len(g1):
+    return 0
+  n = int(max(g1.max(), g2.max())) + 1
+  best = np.zeros(n, dtype=np.int64)
+  np.maximum.at(best, g1, nslot)
+  np.maximum.at(best, g2, nslot)
+  return int(np.ceil(1.5 * best.sum()))
+
+
+def budget(m: Model) -> Budget:
+  """The static slot layout of a model's contacts (see Budget)."""
+  grps = groups(m) if 'collision_pairs' in m.fields() else []
+  if not grps:
+    z = np.zeros(0, np.int32)
+    return Budget(0, 0, False, z, ())
+  pdim = np.concatenate([_condim(m, g['geom1'], g['geom2'], g['ipair']) for g in grps])
+  nslot = np.concatenate([np.full(len(g['geom1']), g['ncon']) for g in grps])
+  g1 = np.concatenate([g['geom1'] for g in grps])
+  g2 = np.concatenate([g['geom2'] for g in grps])
+  dim_full = np.repeat(pdim, nslot).astype(np.int32)
+  nfull = len(dim_full)
+  req = _requested(m)
+  classes = []
+  for c in np.unique(dim_full):
+    ids = np.flatnonzero(dim_full == c)
+    if req is not None and req > 0:
+      k = req
+    elif req is None:
+      sel = pdim == c
+      k = max(_default_budget(g1[sel], g2[sel], nslot[sel]), MIN_BUDGET)
+    else:
+      k = len(ids)
+    classes.append((int(c), ids, min(len(ids), k)))
+  capped = any(k < len(ids) for _, ids, k in classes) and _capping_supported()
+  if not capped:
+    return Budget(nfull, nfull, False, dim_full, ())
+  dim = np.concatenate([np.full(k, c, np.int32) for c, _, k in classes])
+  return Budget(nfull, len(dim), True, dim, tuple(classes))
+
+
 def ncon_max(m: Model) -> int:
-  """Number of contact slots: the sum over candidate pairs of their collider's contacts."""
+  """Number of contact slots in Data.contact (the budget; all collider slots when uncapped)."""
   if 'collision_pairs' not in m.fields():
     return 0
-  return int(sum(len(g['geom1']) * g['ncon'] for g in groups(m)))
+  return budget(m).ncon
+
+
+def contact_dim(m: Model) -> np.ndarray:
+  """condim (ncon,) of every Data.contact slot (static: it sizes the constraint rows)."""
+  return budget(m).dim
+
+
+def contact_slots(m: Model) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+  """(geom1, geom2, condim) of every Data.contact slot; geoms are -1 where they vary (capped)."""
+  b = budget(m)
+  if b.capped:
+    neg = np.full(b.ncon, -1, np.int32)
+    return neg, neg.copy(), b.dim
+  g1, g2 = [], []
+  for grp in groups(m):
+    g1.append(np.repeat(grp['geom1'], grp['ncon']))
+    g2.append(np.repeat(grp['geom2'], grp['ncon']))
+  cat = lambda x: np.concatenate(x).astype(np.int32) if x else np.zeros(0, np.int32)  # noqa: E731
+  return cat(g1), cat(g2), b.dim
+
+
+def with_ncon_max(m: Model, n: int | None) -> Model:
+  """The model with a contact budget of n slots per condim class (None: the default estimate,
+  -1: every collider slot), its Data sizes (nconmax, nefcmax) updated; make a new Data for it."""
+  from jaxsim import constraint
+
+  m = m.replace(collision_pairs={**m.collision_pairs, 'nconmax': n})
+  m = m.replace(nconmax=ncon_max(m))
+  return m.replace(nefcmax=constraint.layout(m).nefc)
+
+
+# ------------------------------------------------------------------------------ parameters
 
 
 def _mesh_vert(m: Model, mesh: int) -> jax.Array | None:
@@ -102,9 +295,11 @@ def _mesh_vert(m: Model, mesh: int) -> jax.Array | None:
   return m.mesh_vert[adr : adr + num]
 
 
-def _geom_info(m: Model, d: Data, geoms: np.ndarray, mesh: int) -> GeomInfo:
+def _geom_info(m: Model, d: Data, geoms: np.ndarray, mesh: int, rbound: bool = False) -> GeomInfo:
   """Colliders' view of a group of geoms; meshes add their vertices and hull graph."""
   info = GeomInfo(pos=d.geom_xpos[geoms], mat=d.geom_xmat[geoms], size=m.geom_size[geoms])
+  if rbound:
+    info = info._replace(rbound=m.geom_rbound[geoms])
   if mesh < 0:
     return info
   n = len(geoms)
@@ -117,6 +312,45 @@ def _geom_info(m: Model, d: Data, geoms: np.ndarray, mesh: int) -> GeomInfo:
     graph_neighbors=tile(neighbors),
     rbound=m.geom_rbound[geoms],
   )
+
+
+def _mesh_poly(m: Model, mesh: int) -> sp.MeshPoly | None:
+  """A mesh's polygons (mesh_poly*) as padded arrays for multi-contact; None without any."""
+  if mesh < 0 or 'mesh_polynum' not in m.fields() or not int(m.mesh_polynum[mesh]):
+    return None
+  pa, pn = int(m.mesh_polyadr[mesh]), int(m.mesh_polynum[mesh])
+  va, vn = int(m.mesh_vertadr[mesh]), int(m.mesh_vertnum[mesh])
+  adr, num = (
+    np.asarray(m.mesh_polyvertadr)[pa : pa + pn],
+    np.asarray(m.mesh_polyvertnum)[pa : pa + pn],
+  )
+  madr, mnum = (
+    np.asarray(m.mesh_polymapadr)[va : va + vn],
+    np.asarray(m.mesh_polymapnum)[va : va + vn],
+  )
+  vert = _padded(np.asarray(m.mesh_polyvert), adr, num)
+  pmap = _padded(np.asarray(m.mesh_polymap), madr, mnum)
+  normal = m.mesh_polynormal[pa : pa + pn]
+  # the colliders index these with traced ids: jax constants, not NumPy arrays
+  ints = lambda x: jnp.asarray(x, dtype=jnp.int32)  # noqa: E731
+  return sp.MeshPoly(normal, ints(vert), ints(num), ints(pmap), ints(mnum))
+
+
+def _padded(flat: np.ndarray, adr: np.ndarray, num: np.ndarray) -> np.ndarray:
+  """Rows flat[adr[i] : adr[i] + num[i]] padded with -1 to the longest (at least 1 column)."""
+  width = max(int(num.max(initial=0)), 1)
+  k = np.arange(width)
+  idx = adr[:, None] + np.minimum(k[None, :], np.maximum(num[:, None] - 1, 0))
+  rows = flat[idx] if len(flat) else np.zeros(idx.shape, np.int32)
+  return np.where(k[None, :] < num[:, None], rows, -1).astype(np.int32)
+
+
+def _hfield(m: Model, hid: int) -> hfield.HField:
+  """Height field hid's elevations (nrow, ncol) and size (4,)."""
+  nrow, ncol = int(m.hfield_nrow[hid]), int(m.hfield_ncol[hid])
+  adr = int(m.hfield_adr[hid])
+  data = m.hfield_data[adr : adr + nrow * ncol].reshape(nrow, ncol)
+  return hfield.HField(data, m.hfield_size[hid])
 
 
 def _margin_gap(m: Model, g1, g2, ipair) -> tuple[jax.Array, jax.Array]:
@@ -133,11 +367,21 @@ def _margin_gap(m: Model, g1, g2, ipair) -> tuple[jax.Array, jax.Array]:
   return margin, gap
 
 
-def _contact_params(m: Model, g1: np.ndarray, g2: np.ndarray, ipair: np.ndarray) -> dict:
-  """condim (static), friction (n, 5), solref, solreffriction (n, 2), solimp (n, 5)."""
+def _condim(m: Model, g1: np.ndarray, g2: np.ndarray, ipair: np.ndarray) -> np.ndarray:
+  """condim of pairs (static): the higher-priority geom's, else the larger; <pair> dim wins."""
   pr1, pr2 = np.asarray(m.geom_priority)[g1], np.asarray(m.geom_priority)[g2]
   cd1, cd2 = np.asarray(m.geom_condim)[g1], np.asarray(m.geom_condim)[g2]
   condim = np.where(pr1 > pr2, cd1, np.where(pr1 < pr2, cd2, np.maximum(cd1, cd2)))
+  explicit = ipair >= 0
+  if explicit.any():
+    condim = np.where(explicit, np.asarray(m.pair_dim)[np.maximum(ipair, 0)], condim)
+  return condim
+
+
+def _contact_params(m: Model, g1: np.ndarray, g2: np.ndarray, ipair: np.ndarray) -> dict:
+  """condim (static), friction (n, 5), solref, solreffriction (n, 2), solimp (n, 5)."""
+  pr1, pr2 = np.asarray(m.geom_priority)[g1], np.asarray(m.geom_priority)[g2]
+  condim = _condim(m, g1, g2, ipair)
   s1, s2 = m.geom_solmix[g1], m.geom_solmix[g2]
   mix = jnp.where(
     (s1 >= math.MINVAL) & (s2 >= math.MINVAL),
@@ -161,7 +405,6 @@ def _contact_params(m: Model, g1: np.ndarray, g2: np.ndarray, ipair: np.ndarray)
   if explicit.any():
     ip = np.maximum(ipair, 0)
     e = explicit[:, None]
-    condim = np.where(explicit, np.asarray(m.pair_dim)[ip], condim)
     friction = jnp.where(e, m.pair_friction[ip], friction)
     solref = jnp.where(e, m.pair_solref[ip], solref)
     solimp = jnp.where(e, m.pair_solimp[ip], solimp)
@@ -200,48 +443,113 @@ def _sphere_cull(m: Model, d: Data, g1, g2, bound_margin) -> jax.Array:
   return ok
 
 
+# ------------------------------------------------------------------------------ collision
+
+_PAIR_FIELDS = ('includemargin', 'friction', 'solref', 'solreffriction', 'solimp')
+
+
+def _compact(
+  b: Budget, slot: dict[str, jax.Array], slot_pair: np.ndarray, pair: dict[str, Any]
+) -> tuple[dict[str, jax.Array], jax.Array]:
+  """Active contacts of each condim class into its budget slots; (fields, overflowed)."""
+  parts: dict[str, list] = {k: [] for k in ('dist', 'pos', 'frame', 'active', 'pair')}
+  overflow = jnp.array(False)
+  for _, ids, k in b.classes:
+    active = slot['active'][ids]
+    dist = jnp.where(active, slot['dist'][ids], jnp.inf)
+    n = len(ids)
+    keep = active
+    if k < n:
+      # more active contacts than slots: keep the k deepest (ties: the first in slot order)
+      kth = -jax.lax.top_k(-dist, k)[0][k - 1]
+      keep = active & (dist <= kth)
+      overflow |= jnp.sum(active) > k
+    rank = jnp.cumsum(keep).astype(jnp.int32) - 1
+    tgt = jnp.where(keep & (rank < k), rank, k)
+    src = jnp.zeros(k, jnp.int32).at[tgt].set(jnp.arange(n, dtype=jnp.int32), mode='drop')
+    used = jnp.arange(k) < jnp.sum(keep)
+    full = jnp.asarray(ids, dtype=jnp.int32)[src]
+    parts['dist'].append(jnp.where(used, slot['dist'][full], NO_CONTACT))
+    parts['pos'].append(slot['pos'][full])
+    parts['frame'].append(slot['frame'][full])
+    parts['active'].append(used)
+    parts['pair'].append(jnp.asarray(slot_pair, dtype=jnp.int32)[full])
+  out = {k: jnp.concatenate(v) for k, v in parts.items()}
+  p = out.pop('pair')
+  for k in _PAIR_FIELDS:
+    out[k] = pair[k][p]
+  out['geom1'] = jnp.asarray(pair['geom1'], dtype=jnp.int32)[p]
+  out['geom2'] = jnp.asarray(pair['geom2'], dtype=jnp.int32)[p]
+  out['dim'] = jnp.asarray(b.dim, dtype=jnp.int32)
+  return out, overflow
+
+
 def collision(m: Model, d: Data) -> Data:
-  """Contacts of all candidate pairs in fixed slots; `ncon` counts the active ones."""
+  """Contacts of all candidate pairs in Data.contact's slots; `ncon` counts the active ones."""
   flags = m.opt.disableflags
-  ncon = ncon_max(m)
-  if not ncon:
+  b = budget(m)
+  if not b.ncon:
     return d
   if flags & DisableBit.CONSTRAINT or flags & DisableBit.CONTACT:
-    return d.replace(contact=d.contact.replace(active=jnp.zeros(ncon, bool)), ncon=jnp.int32(0))
-  parts: dict[str, list] = {k: [] for k in _FIELDS}
+    return d.replace(contact=d.contact.replace(active=jnp.zeros(b.ncon, bool)), ncon=jnp.int32(0))
+  slot: dict[str, list] = {k: [] for k in ('dist', 'pos', 'frame', 'active')}
+  pair: dict[str, list] = {k: [] for k in _PAIR_FIELDS + ('geom1', 'geom2', 'dim')}
+  slot_pair, npair = [], 0
   for grp in groups(m):
     g1, g2, ipair, n = grp['geom1'], grp['geom2'], grp['ipair'], grp['ncon']
     margin, gap = _margin_gap(m, g1, g2, ipair)
+    hid = grp['hfield']
     info1 = _geom_info(m, d, g1, grp['mesh'][0])
-    info2 = _geom_info(m, d, g2, grp['mesh'][1])
-    c = jax.vmap(grp['fn'])(info1, info2, margin + gap)
+    info2 = _geom_info(m, d, g2, grp['mesh'][1], rbound=hid >= 0)
+    if hid >= 0:
+      hf, t2 = _hfield(m, hid), grp['types'][1]
+      if t2 >= 0:
+        fn = functools.partial(grp['fn'], hf=hf, gtype=t2)
+        c = jax.vmap(fn)(info1, info2, margin + gap)
+      else:
+        types = jnp.asarray(np.asarray(m.geom_type)[g2])
+        c = jax.vmap(grp['fn'], in_axes=(0, 0, 0, None, 0))(info1, info2, margin + gap, hf, types)
+    else:
+      fn = grp['fn']
+      poly1, poly2 = _mesh_poly(m, grp['mesh'][0]), _mesh_poly(m, grp['mesh'][1])
+      if _is_convex(*grp['types']) and (poly1 is not None or poly2 is not None):
+        # one mesh per side and group: its polygons are shared by every pair of the group
+        fn = functools.partial(fn, poly1=poly1, poly2=poly2)
+      c = jax.vmap(fn)(info1, info2, margin + gap)
     ok = _sphere_cull(m, d, g1, g2, margin + gap)
     active = (c.dist < NO_CONTACT * 0.5) & ok[:, None]
     params = _contact_params(m, g1, g2, ipair)
-    parts['dist'].append(jnp.where(active, c.dist, NO_CONTACT).reshape(-1))
-    parts['pos'].append(c.pos.reshape(-1, 3))
-    parts['frame'].append(make_frame(c.frame[..., 0, :], c.frame[..., 1, :]).reshape(-1, 3, 3))
-    parts['includemargin'].append(jnp.repeat(margin, n, axis=0))
-    parts['friction'].append(jnp.repeat(params['friction'], n, axis=0))
-    parts['solref'].append(jnp.repeat(params['solref'], n, axis=0))
-    parts['solreffriction'].append(jnp.repeat(params['solreffriction'], n, axis=0))
-    parts['solimp'].append(jnp.repeat(params['solimp'], n, axis=0))
-    parts['dim'].append(np.repeat(params['dim'], n))
-    parts['geom1'].append(np.repeat(g1, n))
-    parts['geom2'].append(np.repeat(g2, n))
-    parts['active'].append(active.reshape(-1))
-  cat = {k: jnp.concatenate(v) for k, v in parts.items() if k not in _STATIC_INT}
-  for k in _STATIC_INT:
-    cat[k] = jnp.asarray(np.concatenate(parts[k]), dtype=jnp.int32)
+    slot['dist'].append(jnp.where(active, c.dist, NO_CONTACT).reshape(-1))
+    slot['pos'].append(c.pos.reshape(-1, 3))
+    slot['frame'].append(make_frame(c.frame[..., 0, :], c.frame[..., 1, :]).reshape(-1, 3, 3))
+    slot['active'].append(active.reshape(-1))
+    pair['includemargin'].append(margin)
+    for k in ('friction', 'solref', 'solreffriction', 'solimp'):
+      pair[k].append(params[k])
+    pair['dim'].append(params['dim'])
+    pair['geom1'].append(g1)
+    pair['geom2'].append(g2)
+    slot_pair.append(np.repeat(np.arange(npair, npair + len(g1)), n))
+    npair += len(g1)
+  slots = {k: jnp.concatenate(v) for k, v in slot.items()}
+  pairs_ = {k: jnp.concatenate(pair[k]) for k in _PAIR_FIELDS}
+  for k in ('geom1', 'geom2', 'dim'):
+    pairs_[k] = np.concatenate(pair[k]).astype(np.int32)
+  slot_pair = np.concatenate(slot_pair)
+  warning = d.warning
+  if b.capped:
+    fields, overflow = _compact(b, slots, slot_pair, pairs_)
+    if warning.shape[0] > WARN_CONTACTFULL:
+      warning = warning.at[WARN_CONTACTFULL].add(overflow.astype(warning.dtype))
+  else:
+    fields = dict(slots)
+    for k in _PAIR_FIELDS:
+      fields[k] = pairs_[k][slot_pair]
+    for k in ('geom1', 'geom2', 'dim'):
+      fields[k] = jnp.asarray(pairs_[k][slot_pair], dtype=jnp.int32)
   contact = d.contact.replace(
-    geom=jnp.stack([cat['geom1'], cat['geom2']], axis=-1),
-    efc_address=jnp.full(ncon, -1, jnp.int32),
-    **cat,
+    geom=jnp.stack([fields['geom1'], fields['geom2']], axis=-1),
+    efc_address=jnp.full(b.ncon, -1, jnp.int32),
+    **fields,
   )
-  return d.replace(contact=contact, ncon=jnp.sum(contact.active).astype(jnp.int32))
-
-
-_STATIC_INT = ('dim', 'geom1', 'geom2')
-_FIELDS = (
-  'dist pos frame includemargin friction solref solreffriction solimp dim geom1 geom2 active'
-).split()
+  return d.replace(contact=contact, ncon=jnp.sum(contact.active).astype(jnp.int32), warning=warning)

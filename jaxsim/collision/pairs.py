@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from jaxsim.types import DisableBit, GeomType
+from jaxsim.types import DisableBit, EnableBit, GeomType
 
 # MuJoCo's collision table (mjCOLLISIONFUNC): which ordered type pairs have a collider
 _NO_COLLIDER = {
@@ -38,7 +38,9 @@ def candidate_pairs(c: Mapping[str, Any]) -> dict[str, np.ndarray]:
   Returns geom1, geom2 (n,) ordered so that geom_type[geom1] <= geom_type[geom2] as MuJoCo
   calls its colliders, and ipair (n,): the <pair> index, or -1 for pairs found by the broadphase
   rules (different weld bodies, not both dof-less, not parent and child unless filterparent is
-  disabled, body- and geom-level contype/conaffinity, not excluded, not overridden by a <pair>).
+  disabled, body- and geom-level contype/conaffinity, not excluded, not overridden by a <pair>);
+  window (n, 2): for height-field pairs the static sub-grid window (rows, columns of cells) that
+  holds geom2 at its compiled size (hfield.window), (0, 0) for other pairs.
   """
   gtype = np.asarray(c['geom_type'])
   gbody = np.asarray(c['geom_bodyid'])
@@ -89,4 +91,58 @@ def candidate_pairs(c: Mapping[str, Any]) -> dict[str, np.ndarray]:
   g1, g2, ipair = g1[keep], g2[keep], ipair[keep]
   swap = gtype[g1] > gtype[g2]
   g1, g2 = np.where(swap, g2, g1), np.where(swap, g1, g2)
-  return {'geom1': g1, 'geom2': g2, 'ipair': ipair}
+  window = hfield_windows(c, g1, g2, ipair)
+  return {'geom1': g1, 'geom2': g2, 'ipair': ipair, 'window': window}
+
+
+# what hfield_windows reads from a compiled model (or a Model) besides opt
+WINDOW_FIELDS = (
+  'geom_type',
+  'geom_dataid',
+  'geom_rbound',
+  'geom_margin',
+  'geom_gap',
+  'hfield_nrow',
+  'hfield_ncol',
+  'hfield_size',
+  'pair_margin',
+  'pair_gap',
+)
+
+
+def hfield_windows(
+  c: Mapping[str, Any], g1: np.ndarray, g2: np.ndarray, ipair: np.ndarray
+) -> np.ndarray:
+  """(n, 2) sub-grid windows of height-field pairs (geom1 the height field), (0, 0) otherwise.
+
+  From concrete compiled (or Model) arrays: geom2's bounding radius plus the pair's margin and
+  gap, and the height field's size. A geom grown or a margin raised after loading can reach
+  cells outside its window.
+  """
+  from jaxsim.collision import hfield
+
+  gtype = np.asarray(c['geom_type'])
+  out = np.zeros((len(g1), 2), dtype=np.int64)
+  isfield = gtype[g1] == GeomType.HFIELD
+  if not isfield.any():
+    return out
+  dataid = np.asarray(c['geom_dataid'])
+  rbound = np.asarray(c['geom_rbound'], dtype=np.float64)
+  nrow, ncol = np.asarray(c['hfield_nrow']), np.asarray(c['hfield_ncol'])
+  size = np.asarray(c['hfield_size'], dtype=np.float64)
+  margin = np.asarray(c['geom_margin'], dtype=np.float64)
+  gap = np.asarray(c['geom_gap'], dtype=np.float64)
+  extra = margin[g1] + margin[g2] + gap[g1] + gap[g2]
+  explicit = ipair >= 0
+  if explicit.any():
+    ip = np.maximum(ipair, 0)
+    pm = np.asarray(c['pair_margin'], dtype=np.float64)[ip]
+    pg = np.asarray(c['pair_gap'], dtype=np.float64)[ip]
+    extra = np.where(explicit, pm + pg, extra)
+  opt = c['opt']
+  if int(opt['enableflags']) & EnableBit.OVERRIDE:
+    extra = np.maximum(extra, float(np.asarray(opt['o_margin'])) + gap[g1] + gap[g2])
+  for k in np.flatnonzero(isfield):
+    h = int(dataid[g1[k]])
+    out[k] = hfield.window(int(nrow[h]), int(ncol[h]), size[h], rbound[g2[k]] + extra[k])
+  return out

@@ -1337,6 +1337,9 @@ class _Compiler:
     out['mesh_pos'] = _rows([m.pos for m in ms], 3)
     out['mesh_quat'] = _rows([m.quat for m in ms], 4)
     out['mesh_data'] = tuple(ms)
+    from jaxsim.mjcf import polygon
+
+    out.update(polygon.model_arrays(ms))
     hf = self.hfields
     out['nhfield'] = len(hf)
     out['hfield_size'] = _rows([h['size'] for h in hf], 4)

@@ -26,6 +26,7 @@ import numpy as np
 from scipy.spatial import ConvexHull
 
 from jaxsim.errors import ModelError
+from jaxsim.mjcf import polygon as polylib
 
 # MuJoCo's numeric thresholds (mjtype.h mjMINVAL, user_util.h mjEPS).
 _MINVAL = 1e-15
@@ -86,6 +87,10 @@ class MeshData:
   hull_vert: np.ndarray | None
   hull_face: np.ndarray | None
   graph: np.ndarray | None
+  # Polygons of the hull (coplanar hull triangles merged, mjCMesh::MakePolygons): vertex loops
+  # (ids into `vert`) and their (npoly, 3) unit normals; empty without a hull.
+  polygons: tuple[tuple[int, ...], ...] = ()
+  polynormal: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros((0, 3)))
 
   @property
   def aabb(self) -> np.ndarray:
@@ -762,8 +767,14 @@ def compile_mesh(
 
   # The hull is built from the untransformed vertices, before scaling and re-orientation.
   hull_vert = hull_face = hull_tri = graph = None
+  polygons: list[list[int]] = []
   if need_hull or not f.size or inertia == 'convex':
     hull_vert, hull_face, hull_tri = _make_hull(dvert, maxhullvert, label)
+    # from the source vertices and the unmirrored hull; a mirror reverses each loop after its
+    # first vertex, as it swaps the last two vertices of each face
+    polygons = polylib.make_polygons(dvert, hull_face)
+    if not righthand:
+      polygons = [p[:1] + p[:0:-1] for p in polygons]
   if not f.size:
     f = hull_face.copy()
   if not righthand:
@@ -828,6 +839,7 @@ def compile_mesh(
     axis=1,
   )
   aamm = np.concatenate([np.minimum(dvert.min(axis=0), 1e10), np.maximum(dvert.max(axis=0), -1e10)])
+  polynormal = polylib.polygon_normals(dvert, polygons)
 
   return MeshData(
     name=name,
@@ -844,6 +856,8 @@ def compile_mesh(
     hull_vert=hull_vert,
     hull_face=hull_face,
     graph=graph,
+    polygons=tuple(tuple(p) for p in polygons),
+    polynormal=polynormal,
   )
 
 
