@@ -113,9 +113,29 @@ def simulate(model: jaxsim.Model, args: argparse.Namespace) -> int:
   return 0 if finite else 1
 
 
+def bench(argv: list[str]) -> int:
+  """Runs benchmarks/throughput.py (a source checkout's) with the arguments after `bench`."""
+  import importlib.util
+  import os
+
+  path = os.path.join(os.path.dirname(os.path.dirname(__file__)), 'benchmarks', 'throughput.py')
+  if not os.path.exists(path):
+    print(f'error: jaxsim bench needs a source checkout ({path} not found)', file=sys.stderr)
+    return 2
+  spec = importlib.util.spec_from_file_location('jaxsim_throughput', path)
+  module = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(module)
+  return module.main(argv, prog='jaxsim bench')
+
+
 def main(argv: list[str] | None = None) -> int:
+  argv = sys.argv[1:] if argv is None else list(argv)
+  if argv[:1] == ['bench']:
+    # every option is the benchmark's own (`jaxsim bench --help` lists them)
+    return bench(argv[1:])
   parser = argparse.ArgumentParser(prog='jaxsim', description=__doc__)
   sub = parser.add_subparsers(dest='command', required=True)
+  sub.add_parser('bench', help='throughput and compile time vs MJX and C MuJoCo', add_help=False)
   p_info = sub.add_parser('info', help='counts, options and unsupported features of a model')
   p_info.add_argument('model')
   p_sim = sub.add_parser('simulate', help='batched, jitted rollout with random controls')

@@ -1,0 +1,857 @@
+"""Throughput, compile time and memory of jaxsim, MJX and C MuJoCo on the same models and settings.
+
+  python benchmarks/throughput.py [MODEL ...] [--batch 1 64 1024] [--engines jaxsim mjx mujoco]
+                                  [--copies 1 2 4 8] [--out out/bench] [--quick]
+  jaxsim bench [the same arguments]
+
+MODEL is a dm_control suite name (humanoid, hopper, cheetah ...), a file in models/ without its
+extension, or a path; by default the dm_control humanoid, hopper and cheetah,
+models/bench/humanoid_rig and models/bench/pile50. Every (engine, model, batch) runs in a worker
+process of its own with a time limit (`--timeout`); one that does not finish is reported as "no
+result". Engines:
+
+- jaxsim: `jax.jit` of a `lax.scan` over `jax.vmap(jaxsim.step)`, with this Python.
+- mjx: the same harness around `mujoco.mjx.step`, with `--mjx-python` (default .venv-mjx/bin/python;
+  `python3 -m venv .venv-mjx && .venv-mjx/bin/pip install mujoco-mjx`).
+- mujoco: C MuJoCo through `mujoco.rollout`, one thread, and `--threads` threads (default: all
+  cores) as the CPU ceiling.
+
+All engines load the same XML, with the same overrides (`--iterations`, `--ls-iterations`,
+`--solver`, `--cone`) and sensors disabled in all of them (the step alone); every worker reports
+the settings it ran with and the driver prints them. Worlds start at qpos0 with qvel ~ N(0, 0.01)
+and get random controls, uniform in ctrlrange, from a fixed seed. The JAX engines run float32
+unless `--float64` (C MuJoCo is always float64).
+
+Compile time is trace + lower + XLA compile; the first call is reported separately. Memory is the
+compiled program's footprint (arguments + outputs + temporaries, from XLA's memory analysis), per
+world in the tables, plus the peak device memory on accelerators or the worker's peak RSS growth
+on CPU. Outputs in --out: results.json, results.md (the tables) and throughput.png (steps/s
+against batch size). The scaling table runs the humanoid with 1, 2, 4, 8 non-colliding copies in
+one scene (models/bench/humanoid_copies.py) and reports compile time and memory per world
+relative to linear growth.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import math
+import os
+import platform
+import resource
+import subprocess
+import sys
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+RESULT_TAG = 'BENCH-RESULT '
+DEFAULT_MODELS = ('humanoid', 'hopper', 'cheetah', 'humanoid_rig', 'pile50')
+QUICK_MODEL = 'pendulum'
+ENGINES = ('jaxsim', 'mjx', 'mujoco')
+_INTEGRATORS = {0: 'Euler', 1: 'RK4', 2: 'implicit', 3: 'implicitfast'}
+_SOLVERS = {0: 'PGS', 1: 'CG', 2: 'Newton'}
+_CONES = {0: 'pyramidal', 1: 'elliptic'}
+_SENSOR_BIT = 1 << 13  # mjDSBL_SENSOR
+
+
+# ----------------------------------------------------------------------------------------------
+# worker side: runs one (engine, model, batch) and prints one JSON line
+
+
+def _rss_bytes() -> int:
+  """Current resident set size of this process."""
+  with open('/proc/self/statm') as f:
+    return int(f.read().split()[1]) * os.sysconf('SC_PAGE_SIZE')
+
+
+def _peak_rss_bytes() -> int:
+  return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def _memory_guard(limit: int, spec: dict) -> None:
+  """Ends the worker with a result line when its RSS passes `limit` (the machine is shared)."""
+
+  def watch():
+    while True:
+      rss = _rss_bytes()
+      if rss > limit:
+        out = {**spec, 'status': 'no result', 'reason': f'RSS above {limit / 2**30:.1f} GiB'}
+        print(RESULT_TAG + json.dumps(out), flush=True)
+        os._exit(3)
+      time.sleep(0.1)
+
+  threading.Thread(target=watch, daemon=True).start()
+
+
+def _controls(rng, lo, hi, shape):
+  import numpy as np
+
+  return rng.uniform(lo, hi, size=shape + (len(lo),)).astype(np.float64)
+
+
+def _ctrl_bounds(ctrlrange, ctrllimited):
+  """Uniform-sampling bounds per actuator: ctrlrange where limited, else [-1, 1]."""
+  import numpy as np
+
+  ctrlrange = np.asarray(ctrlrange, dtype=np.float64).reshape(-1, 2)
+  lo, hi = ctrlrange[:, 0], ctrlrange[:, 1]
+  limited = np.asarray(ctrllimited, dtype=bool).reshape(-1) & (hi > lo)
+  return np.where(limited, lo, -1.0), np.where(limited, hi, 1.0)
+
+
+def _settings(opt, dtype: str) -> dict:
+  return {
+    'timestep': float(f'{float(opt.timestep):.6g}'),
+    'integrator': _INTEGRATORS.get(int(opt.integrator), str(opt.integrator)),
+    'solver': _SOLVERS.get(int(opt.solver), str(opt.solver)),
+    'iterations': int(opt.iterations),
+    'ls_iterations': int(opt.ls_iterations),
+    'cone': _CONES.get(int(opt.cone), str(opt.cone)),
+    'dtype': dtype,
+  }
+
+
+def _override_mj(mj, spec: dict) -> None:
+  """The run's option overrides on a mujoco.MjModel (C MuJoCo and MJX)."""
+  ov = spec['overrides']
+  if ov.get('iterations') is not None:
+    mj.opt.iterations = ov['iterations']
+  if ov.get('ls_iterations') is not None:
+    mj.opt.ls_iterations = ov['ls_iterations']
+  if ov.get('solver') is not None:
+    mj.opt.solver = {v: k for k, v in _SOLVERS.items()}[ov['solver']]
+  if ov.get('cone') is not None:
+    mj.opt.cone = {v: k for k, v in _CONES.items()}[ov['cone']]
+  if not spec['sensors']:
+    mj.opt.disableflags |= _SENSOR_BIT
+
+
+def _time_jax(spec: dict, model, data, vstep, nu: int, lo, hi) -> dict:
+  """Compiles and times `lax.scan` over `vmap(step)` on a batch; shared by jaxsim and MJX."""
+  import jax
+  import jax.numpy as jnp
+  import numpy as np
+
+  batch, chunk = spec['batch'], spec['chunk']
+  rng = np.random.default_rng(spec['seed'])
+  dtype = data.qpos.dtype
+  qvel = rng.normal(size=(batch,) + data.qvel.shape) * 0.01
+  data = jax.tree_util.tree_map(lambda x: jnp.repeat(jnp.asarray(x)[None], batch, axis=0), data)
+  data = data.replace(qvel=jnp.asarray(qvel, dtype))
+  pool = [
+    jnp.asarray(_controls(rng, lo, hi, (chunk, batch)), dtype) for _ in range(spec['ctrl_pool'])
+  ]
+
+  def run(m, d, ctrls):
+    def body(d, ctrl):
+      return vstep(m, d.replace(ctrl=ctrl)), None
+
+    d, _ = jax.lax.scan(body, d, ctrls)
+    bad = ~(jnp.all(jnp.isfinite(d.qpos), axis=-1) & jnp.all(jnp.isfinite(d.qvel), axis=-1))
+    return d, bad
+
+  rss0 = _peak_rss_bytes()
+  t0 = time.perf_counter()
+  lowered = jax.jit(run).lower(model, data, pool[0])
+  t1 = time.perf_counter()
+  compiled = lowered.compile()
+  t2 = time.perf_counter()
+  out = {'lower_s': t1 - t0, 'xla_compile_s': t2 - t1, 'compile_s': t2 - t0}
+  mem = compiled.memory_analysis()
+  if mem is not None:
+    total = (
+      mem.argument_size_in_bytes
+      + mem.output_size_in_bytes
+      + mem.temp_size_in_bytes
+      - mem.alias_size_in_bytes
+    )
+    out['xla_bytes'] = int(total)
+    out['xla_temp_bytes'] = int(mem.temp_size_in_bytes)
+    if total > spec['max_bytes']:
+      out.update(status='no result', reason=f'needs {total / 2**30:.1f} GiB (limit --max-gb)')
+      return out
+  t3 = time.perf_counter()
+  data, bad = compiled(model, data, pool[0])
+  jax.block_until_ready((data, bad))
+  t4 = time.perf_counter()
+  out['first_call_s'] = t4 - t3
+  # one warm call sizes the timed run, whose calls are dispatched back to back
+  data, bad = compiled(model, data, pool[1 % len(pool)])
+  jax.block_until_ready((data, bad))
+  warm = time.perf_counter() - t4
+  calls = int(min(spec['max_calls'], max(spec['min_calls'], math.ceil(spec['min_time'] / warm))))
+  flags = [bad]
+  t5, cpu5 = time.perf_counter(), time.process_time()
+  for i in range(calls):
+    data, bad = compiled(model, data, pool[i % len(pool)])
+    flags.append(bad)
+  jax.block_until_ready((data, flags))
+  run_s = time.perf_counter() - t5
+  cpu_s = time.process_time() - cpu5
+  nan_worlds = int(np.any(np.stack([np.asarray(f) for f in flags]), axis=0).sum())
+  # jaxsim resets diverged worlds as MuJoCo does (so no NaN stays): its bad qpos/qvel/qacc counters
+  warning = getattr(data, 'warning', None)
+  if warning is not None and np.ndim(warning) == 2 and np.shape(warning)[1] >= 6:
+    reset_worlds = int(np.any(np.asarray(warning)[:, 3:6] != 0, axis=1).sum())
+  else:
+    reset_worlds = None
+  steps = calls * chunk * batch
+  out.update(
+    status='ok',
+    steps=steps,
+    run_s=run_s,
+    steps_per_s=steps / run_s,
+    cpu_s=cpu_s,
+    steps_per_cpu_s=steps / cpu_s if cpu_s > 0 else None,
+    nan=nan_worlds > 0 or bool(reset_worlds),
+    nan_worlds=nan_worlds,
+    reset_worlds=reset_worlds,
+  )
+  dev = jax.local_devices()[0]
+  stats = dev.memory_stats() if hasattr(dev, 'memory_stats') else None
+  if stats and 'peak_bytes_in_use' in stats:
+    out['peak_bytes'] = int(stats['peak_bytes_in_use'])
+    out['peak_kind'] = 'device peak_bytes_in_use'
+  else:
+    out['peak_bytes'] = _peak_rss_bytes() - rss0
+    out['peak_kind'] = 'process peak RSS growth'
+  out['device'] = f'{dev.platform}:{getattr(dev, "device_kind", "")}'
+  out['jax'] = jax.__version__
+  return out
+
+
+def _worker_jaxsim(spec: dict) -> dict:
+  import jax
+
+  if spec['dtype'] == 'float64':
+    jax.config.update('jax_enable_x64', True)
+  sys.path.insert(0, REPO)
+  import jaxsim
+  from jaxsim import constraint
+  from jaxsim.collision import driver
+
+  m = jaxsim.load(spec['model'])
+  ov = spec['overrides']
+  opt = {}
+  for key in ('iterations', 'ls_iterations'):
+    if ov.get(key) is not None:
+      opt[key] = ov[key]
+  if ov.get('solver') is not None:
+    opt['solver'] = {v: k for k, v in _SOLVERS.items()}[ov['solver']]
+  if ov.get('cone') is not None:
+    opt['cone'] = {v: k for k, v in _CONES.items()}[ov['cone']]
+  if not spec['sensors']:
+    opt['disableflags'] = m.opt.disableflags | _SENSOR_BIT
+  m = m.replace(opt=m.opt.replace(**opt))
+  d = jaxsim.make_data(m)
+  lo, hi = _ctrl_bounds(m.actuator_ctrlrange, m.actuator_ctrllimited)
+  out = {
+    'settings': _settings(m.opt, str(d.qpos.dtype)),
+    'sizes': {
+      'nv': m.nv,
+      'nu': m.nu,
+      'ncon': driver.ncon_max(m),
+      'nefc': constraint.layout(m).nefc,
+    },
+  }
+  if spec.get('stage') == 'collision':
+    from jaxsim import kinematics
+
+    def stage(m, d):
+      return driver.collision(m, kinematics.kinematics(m, d))
+  else:
+    stage = jaxsim.step
+  vstep = jax.vmap(stage, in_axes=(None, 0))
+  out.update(_time_jax(spec, m, d, vstep, m.nu, lo, hi))
+  return out
+
+
+def _worker_mjx(spec: dict) -> dict:
+  import jax
+
+  if spec['dtype'] == 'float64':
+    jax.config.update('jax_enable_x64', True)
+  import mujoco
+  from mujoco import mjx
+
+  mj = mujoco.MjModel.from_xml_path(spec['model'])
+  _override_mj(mj, spec)
+  mx = mjx.put_model(mj)
+  d = mjx.make_data(mx)
+  impl = getattr(d, '_impl', d)
+  lo, hi = _ctrl_bounds(mj.actuator_ctrlrange, mj.actuator_ctrllimited)
+  out = {
+    'settings': _settings(mx.opt, str(d.qpos.dtype)),
+    'sizes': {
+      'nv': mj.nv,
+      'nu': mj.nu,
+      'ncon': int(impl.contact.dist.shape[0]),
+      'nefc': int(impl.efc_J.shape[0]),
+    },
+    'mujoco': mujoco.__version__,
+  }
+  if spec.get('stage') == 'collision':
+
+    def stage(m, d):
+      return mjx.collision(m, mjx.kinematics(m, d))
+  else:
+    stage = mjx.step
+  vstep = jax.vmap(stage, in_axes=(None, 0))
+  out.update(_time_jax(spec, mx, d, vstep, mj.nu, lo, hi))
+  return out
+
+
+def _worker_mujoco(spec: dict) -> dict:
+  """C MuJoCo through mujoco.rollout: one thread, then `threads` threads."""
+  import mujoco
+  import numpy as np
+  from mujoco import rollout
+
+  batch, chunk = spec['batch'], spec['c_chunk']
+  t0 = time.perf_counter()
+  mj = mujoco.MjModel.from_xml_path(spec['model'])
+  load_s = time.perf_counter() - t0
+  _override_mj(mj, spec)
+  rng = np.random.default_rng(spec['seed'])
+  d = mujoco.MjData(mj)
+  what = mujoco.mjtState.mjSTATE_FULLPHYSICS
+  state0 = np.zeros(mujoco.mj_stateSize(mj, what))
+  mujoco.mj_getState(mj, d, state0, what)
+  init = np.tile(state0, (batch, 1))
+  # qvel ~ N(0, 0.01) as in the JAX engines: qvel follows time and qpos in the full state
+  vel = slice(1 + mj.nq, 1 + mj.nq + mj.nv)
+  init[:, vel] = rng.normal(size=(batch, mj.nv)) * 0.01
+  lo, hi = _ctrl_bounds(mj.actuator_ctrlrange, mj.actuator_ctrllimited)
+  pool = [_controls(rng, lo, hi, (batch, chunk)) for _ in range(spec['ctrl_pool'])]
+  out = {
+    'settings': _settings(mj.opt, 'float64'),
+    'sizes': {'nv': mj.nv, 'nu': mj.nu},
+    'load_s': load_s,
+    'mujoco': mujoco.__version__,
+    'threads': spec['threads'],
+  }
+  results = {}
+  for label, nthread in (('1', 1), ('mt', spec['threads'])):
+    datas = [mujoco.MjData(mj) for _ in range(nthread)]
+    kw = {'persistent_pool': True} if nthread > 1 else {}
+    state = init.copy()
+    t = time.perf_counter()
+    states, _ = rollout.rollout(mj, datas, state, pool[0], nstep=chunk, **kw)
+    warm = time.perf_counter() - t
+    calls = int(min(spec['max_calls'], max(spec['min_calls'], math.ceil(spec['min_time'] / warm))))
+    state = states[:, -1].copy()
+    nan = not np.isfinite(states).all()
+    t, cpu = time.perf_counter(), time.process_time()
+    for i in range(calls):
+      states, _ = rollout.rollout(mj, datas, state, pool[i % len(pool)], nstep=chunk, **kw)
+      state = states[:, -1].copy()
+      nan |= not np.isfinite(state).all()
+    run_s, cpu_s = time.perf_counter() - t, time.process_time() - cpu
+    if nthread > 1:
+      rollout.shutdown_persistent_pool()
+    # MuJoCo resets a diverged world (autoreset): its bad qpos/qvel/qacc warnings
+    bad = ('mjWARN_BADQPOS', 'mjWARN_BADQVEL', 'mjWARN_BADQACC')
+    nan |= any(dd.warning[int(getattr(mujoco.mjtWarning, w))].number for dd in datas for w in bad)
+    steps = calls * chunk * batch
+    results[label] = (steps / run_s, nan, steps / cpu_s if cpu_s > 0 else None)
+  # the solver's contact and row counts vary with the state in C: those of the last state
+  mujoco.mj_setState(mj, d, state[0], what)
+  mujoco.mj_forward(mj, d)
+  out['sizes'].update(ncon=int(d.ncon), nefc=int(d.nefc))
+  out.update(
+    status='ok',
+    steps_per_s=results['1'][0],
+    steps_per_s_mt=results['mt'][0],
+    steps_per_cpu_s=results['1'][2],
+    nan=results['1'][1] or results['mt'][1],
+    peak_bytes=None,
+  )
+  return out
+
+
+def _probe() -> dict:
+  import jax
+
+  dev = jax.local_devices()[0]
+  return {
+    'status': 'ok',
+    'platform': dev.platform,
+    'device': getattr(dev, 'device_kind', dev.platform),
+    'device_count': jax.local_device_count(),
+    'jax': jax.__version__,
+  }
+
+
+def worker_main(spec: dict) -> int:
+  """Runs one measurement and prints it as one JSON line tagged RESULT_TAG."""
+  engine = spec['engine']
+  if spec.get('max_bytes'):
+    _memory_guard(int(spec['max_bytes'] * 1.5) + 2**30, spec)
+  try:
+    if engine == 'probe':
+      out = _probe()
+    elif engine == 'jaxsim':
+      out = _worker_jaxsim(spec)
+    elif engine == 'mjx':
+      out = _worker_mjx(spec)
+    elif engine == 'mujoco':
+      out = _worker_mujoco(spec)
+    else:
+      raise ValueError(f'unknown engine {engine}')
+  except Exception as e:  # noqa: BLE001 - the driver reports any failure as a result
+    out = {'status': 'error', 'reason': f'{type(e).__name__}: {e}'[:500]}
+  print(RESULT_TAG + json.dumps({**spec, **out}), flush=True)
+  return 0
+
+
+# ----------------------------------------------------------------------------------------------
+# driver side: plans the runs, spawns workers, writes the tables, JSON and plot
+
+
+def resolve_model(name: str) -> tuple[str, str]:
+  """(label, path) of a model given as a path, a models/ name or a dm_control suite name."""
+  if os.path.exists(name):
+    return os.path.splitext(os.path.basename(name))[0], os.path.abspath(name)
+  for folder in ('models', os.path.join('models', 'bench')):
+    local = os.path.join(REPO, folder, name + '.xml')
+    if os.path.exists(local):
+      return name, local
+  try:
+    import dm_control
+
+    suite = os.path.join(os.path.dirname(dm_control.__file__), 'suite', name + '.xml')
+  except ImportError:
+    suite = ''
+  if suite and os.path.exists(suite):
+    return name, suite
+  raise SystemExit(f'error: model {name!r} is neither a file, a models/ name nor a dm_control one')
+
+
+def _run_worker(python: str, spec: dict, timeout: float) -> dict:
+  """One worker process; its result, or 'no result' after `timeout` seconds."""
+  load0 = os.getloadavg()[0]
+  t0 = time.perf_counter()
+  cmd = [python, os.path.abspath(__file__), '--worker', json.dumps(spec)]
+  env = dict(os.environ)
+  if spec['engine'] == 'mjx' and 'concurrency_optimized_scheduler' not in env.get('XLA_FLAGS', ''):
+    # the XLA CPU deadlock jaxsim/_xla.py works around hits MJX's batched while loops too (its
+    # first call stalls at 0% CPU); both JAX engines run with the same scheduler
+    flag = '--xla_cpu_enable_concurrency_optimized_scheduler=false'
+    env['XLA_FLAGS'] = (env.get('XLA_FLAGS', '') + ' ' + flag).strip()
+  try:
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+  except subprocess.TimeoutExpired:
+    out = {**spec, 'status': 'no result', 'reason': f'timed out after {timeout:g} s'}
+  else:
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith(RESULT_TAG)]
+    if lines:
+      out = json.loads(lines[-1][len(RESULT_TAG) :])
+    else:
+      tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
+      out = {**spec, 'status': 'error', 'reason': f'exit {proc.returncode}: ' + ' | '.join(tail)}
+  out['wall_s'] = time.perf_counter() - t0
+  out['loadavg'] = [load0, os.getloadavg()[0]]
+  return out
+
+
+def _fmt_rate(r: dict | None, key: str = 'steps_per_s') -> str:
+  if r is None:
+    return ''
+  if r.get('status') != 'ok':
+    return r.get('status', '')
+  v = r.get(key)
+  return '' if v is None else f'{v:,.0f}'
+
+
+def _fmt_num(v, digits=1) -> str:
+  return '' if v is None else f'{v:.{digits}f}'
+
+
+def _fmt_bytes(v) -> str:
+  if v is None:
+    return ''
+  for unit, scale in (('GiB', 2**30), ('MiB', 2**20), ('KiB', 2**10)):
+    if v >= scale:
+      return f'{v / scale:.1f} {unit}'
+  return f'{v:.0f} B'
+
+
+def _ratio(a, b) -> str:
+  if a is None or b is None or not b:
+    return ''
+  return f'{a / b:.2f}'
+
+
+def _ok(r: dict | None, key: str):
+  return r.get(key) if r and r.get('status') == 'ok' else None
+
+
+def _compile(r: dict | None):
+  return r.get('compile_s') if r else None
+
+
+def _per_world(r: dict | None):
+  if not r or r.get('xla_bytes') is None:
+    return None
+  return r['xla_bytes'] / r['batch']
+
+
+def _loads(*runs: dict | None) -> str:
+  """1-minute load averages at the start of each run, as uptime prints them."""
+  return '/'.join(f'{r["loadavg"][0]:.1f}' if r and 'loadavg' in r else '-' for r in runs)
+
+
+def throughput_table(results: list[dict], threads: int) -> str:
+  """Markdown: one row per (model, batch); engines side by side with jaxsim's ratios."""
+  index = {(r['label'], r['batch'], r['engine']): r for r in results if r.get('table') == 'main'}
+  keys = sorted({(r['label'], r['batch']) for r in results if r.get('table') == 'main'})
+  order = [r['label'] for r in results if r.get('table') == 'main']
+  keys.sort(key=lambda k: (order.index(k[0]), k[1]))
+  head = (
+    '| model | batch | jaxsim steps/s | MJX steps/s | C 1 thread | C '
+    f'{threads} threads | jaxsim/MJX | jaxsim/C | jaxsim compile s | MJX compile s | '
+    'compile jaxsim/MJX | jaxsim mem/world | MJX mem/world | NaN/reset (jaxsim/MJX/C) | load |'
+  )
+  lines = [head, '|' + '---|' * (head.count('|') - 1)]
+  for label, batch in keys:
+    j = index.get((label, batch, 'jaxsim'))
+    x = index.get((label, batch, 'mjx'))
+    c = index.get((label, batch, 'mujoco'))
+    nan = '/'.join(
+      '' if r is None or r.get('status') != 'ok' else ('yes' if r.get('nan') else 'no')
+      for r in (j, x, c)
+    )
+    lines.append(
+      f'| {label} | {batch} | {_fmt_rate(j)} | {_fmt_rate(x)} | {_fmt_rate(c)} | '
+      f'{_fmt_rate(c, "steps_per_s_mt")} | '
+      f'{_ratio(_ok(j, "steps_per_s"), _ok(x, "steps_per_s"))} | '
+      f'{_ratio(_ok(j, "steps_per_s"), _ok(c, "steps_per_s"))} | '
+      f'{_fmt_num(_compile(j))} | {_fmt_num(_compile(x))} | '
+      f'{_ratio(_compile(j), _compile(x))} | {_fmt_bytes(_per_world(j))} | '
+      f'{_fmt_bytes(_per_world(x))} | {nan} | {_loads(j, x, c)} |'
+    )
+  return '\n'.join(lines)
+
+
+def _linear(value, first, factor: float) -> str:
+  """value / (factor x first): at most 1 where growth is no faster than linear."""
+  return _ratio(value / factor, first) if value and first else ''
+
+
+def scaling_table(results: list[dict]) -> str:
+  """Markdown: compile time and memory per world against copies, relative to linear growth."""
+  rows = [r for r in results if r.get('table') == 'scaling']
+  if not rows:
+    return ''
+  engines = [e for e in ('jaxsim', 'mjx') if any(r['engine'] == e for r in rows)]
+  copies = sorted({r['copies'] for r in rows})
+  index = {(r['engine'], r['copies']): r for r in rows}
+  head = '| copies | nv |'
+  for e in engines:
+    name = 'MJX' if e == 'mjx' else e
+    head += (
+      f' {name} ncon/nefc | {name} compile s | x linear | {name} mem/world | x linear |'
+      f' {name} steps/s |'
+    )
+  c_rows = any(r['engine'] == 'mujoco' for r in rows)
+  if c_rows:
+    head += ' C 1 thread |'
+  lines = [head, '|' + '---|' * (head.count('|') - 1)]
+  for n in copies:
+    nv = next((r.get('sizes', {}).get('nv') for r in rows if r['copies'] == n), None)
+    line = f'| {n} | {nv or ""} |'
+    for e in engines:
+      r, r1 = index.get((e, n)), index.get((e, copies[0]))
+      sizes = (r or {}).get('sizes', {})
+      cs, cs1 = _compile(r), _compile(r1)
+      mw, mw1 = _per_world(r), _per_world(r1)
+      k = n / copies[0]
+      line += (
+        f' {sizes.get("ncon", "")}/{sizes.get("nefc", "")} | {_fmt_num(cs)} |'
+        f' {_linear(cs, cs1, k)} | {_fmt_bytes(mw)} | {_linear(mw, mw1, k)} | {_fmt_rate(r)} |'
+      )
+    if c_rows:
+      line += f' {_fmt_rate(index.get(("mujoco", n)))} |'
+    lines.append(line)
+  return '\n'.join(lines)
+
+
+def settings_lines(results: list[dict]) -> list[str]:
+  """One line per model: the settings every engine reported, flagged where they differ."""
+  out = []
+  seen = {}
+  for r in results:
+    if 'settings' in r:
+      seen.setdefault(r['label'], {})[r['engine']] = r['settings']
+  for label, by_engine in seen.items():
+    ref = next(iter(by_engine.values()))
+    common = {k: v for k, v in ref.items() if k != 'dtype'}
+    differ = [
+      e for e, s in by_engine.items() if {k: v for k, v in s.items() if k != 'dtype'} != common
+    ]
+    dtypes = ', '.join(f'{e} {s["dtype"]}' for e, s in by_engine.items())
+    text = ', '.join(f'{k}={v}' for k, v in common.items())
+    flag = f' **differ: {differ}**' if differ else ''
+    out.append(f'- {label}: {text}; {dtypes}{flag}')
+  return out
+
+
+def plot(results: list[dict], path: str) -> bool:
+  """steps/s against batch size, one panel per model, one line per engine (log-log)."""
+  try:
+    import matplotlib
+
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
+    import matplotlib.ticker
+  except ImportError:
+    return False
+  main = [r for r in results if r.get('table') == 'main' and r.get('status') == 'ok']
+  labels = list(dict.fromkeys(r['label'] for r in main))
+  if not labels:
+    return False
+  cols = min(3, len(labels))
+  rows = math.ceil(len(labels) / cols)
+  fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.4 * rows), squeeze=False)
+  series = (('jaxsim', 'steps_per_s', 'jaxsim'), ('mjx', 'steps_per_s', 'MJX'))
+  series += (('mujoco', 'steps_per_s', 'C 1 thread'), ('mujoco', 'steps_per_s_mt', 'C threads'))
+  for ax, label in zip(axes.flat, labels, strict=False):
+    for engine, key, name in series:
+      pts = sorted(
+        (r['batch'], r[key]) for r in main if r['label'] == label and r['engine'] == engine
+      )
+      if pts:
+        ax.plot(*zip(*pts, strict=True), marker='o', label=name)
+    ax.set_xscale('log')
+    ax.set_yscale('log')
+    ticks = sorted({r['batch'] for r in main if r['label'] == label})
+    ax.set_xticks(ticks, [str(t) for t in ticks])
+    ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+    ax.set_title(label)
+    ax.set_xlabel('batch')
+    ax.set_ylabel('steps/s')
+    ax.grid(True, which='both', alpha=0.3)
+    ax.legend(fontsize=7)
+  for ax in list(axes.flat)[len(labels) :]:
+    ax.axis('off')
+  fig.tight_layout()
+  fig.savefig(path, dpi=110)
+  plt.close(fig)
+  return True
+
+
+def _copies_module():
+  """models/bench/humanoid_copies.py, by path (`models` is not a package)."""
+  import importlib.util
+
+  path = os.path.join(REPO, 'models', 'bench', 'humanoid_copies.py')
+  spec = importlib.util.spec_from_file_location('humanoid_copies', path)
+  module = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(module)
+  return module
+
+
+def _default_mjx_python() -> str | None:
+  path = os.path.join(REPO, '.venv-mjx', 'bin', 'python')
+  return path if os.path.exists(path) else None
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+  p = argparse.ArgumentParser(
+    prog='jaxsim bench',
+    description=__doc__.splitlines()[0],
+    formatter_class=argparse.RawDescriptionHelpFormatter,
+  )
+  p.add_argument('models', nargs='*', help=f'default: {" ".join(DEFAULT_MODELS)}')
+  p.add_argument('--batch', type=int, nargs='+', help='default: 1 64 1024 (+ 4096 16384 on GPU)')
+  p.add_argument('--engines', nargs='+', choices=ENGINES, default=list(ENGINES))
+  p.add_argument('--copies', type=int, nargs='*', default=[1, 2, 4, 8], help='scaling table')
+  p.add_argument('--copies-source', default='humanoid', help='robot copied for the scaling table')
+  p.add_argument('--copies-batch', type=int, default=64)
+  p.add_argument('--out', default=os.path.join(REPO, 'out', 'bench'))
+  p.add_argument('--timeout', type=float, default=900, help='seconds per worker')
+  p.add_argument('--min-time', type=float, default=5.0, help='timed seconds per measurement')
+  p.add_argument('--chunk', type=int, help='steps per jitted call (default: by batch size)')
+  p.add_argument('--float64', action='store_true', help='JAX engines in double precision')
+  p.add_argument('--iterations', type=int, help='solver iterations for every engine')
+  p.add_argument('--ls-iterations', type=int, help='line-search iterations for every engine')
+  p.add_argument('--solver', choices=('CG', 'Newton'))
+  p.add_argument('--cone', choices=('pyramidal', 'elliptic'))
+  p.add_argument('--sensors', action='store_true', help='keep sensors on (C and MJX compute them)')
+  p.add_argument(
+    '--stage',
+    choices=('step', 'collision'),
+    default='step',
+    help='time the whole step, or kinematics + collision detection alone (JAX engines)',
+  )
+  p.add_argument('--threads', type=int, default=os.cpu_count(), help='C MuJoCo CPU ceiling')
+  p.add_argument('--mjx-python', default=_default_mjx_python(), help='Python with mujoco-mjx')
+  p.add_argument('--max-gb', type=float, default=4.0, help='skip runs whose program needs more')
+  p.add_argument('--seed', type=int, default=0)
+  p.add_argument('--quick', action='store_true', help='smoke test: pendulum, batch 1 and 8')
+  args = p.parse_args(argv)
+  if args.quick:
+    args.models = args.models or [QUICK_MODEL]
+    args.batch = args.batch or [1, 8]
+    args.min_time = min(args.min_time, 0.2)
+    args.copies = []
+    args.chunk = args.chunk or 5
+  return args
+
+
+def _chunk(args, batch: int) -> int:
+  return args.chunk or max(1, min(20, 1000 // batch))
+
+
+def main(argv: list[str] | None = None, prog: str = 'python benchmarks/throughput.py') -> int:
+  """Runs the benchmark (argv: the command line's arguments; prog: how it was invoked)."""
+  args = parse_args(argv)
+  args.command_line = ' '.join([prog, *(sys.argv[1:] if argv is None else argv)])
+  os.makedirs(args.out, exist_ok=True)
+  models = [resolve_model(m) for m in (args.models or DEFAULT_MODELS)]
+  started = datetime.datetime.now().astimezone()
+  probe = _run_worker(sys.executable, {'engine': 'probe'}, 120)
+  on_gpu = probe.get('platform') not in (None, 'cpu')
+  batches = args.batch or ([1, 64, 1024, 4096, 16384] if on_gpu else [1, 64, 1024])
+  mjx_python = args.mjx_python if args.mjx_python and os.path.exists(args.mjx_python) else None
+  base = {
+    'dtype': 'float64' if args.float64 else 'float32',
+    'overrides': {
+      'iterations': args.iterations,
+      'ls_iterations': args.ls_iterations,
+      'solver': args.solver,
+      'cone': args.cone,
+    },
+    'sensors': args.sensors,
+    'stage': args.stage,
+    'seed': args.seed,
+    'min_time': args.min_time,
+    'min_calls': 2,
+    'max_calls': 100000,
+    'ctrl_pool': 4,
+    'threads': args.threads,
+    'max_bytes': int(args.max_gb * 2**30),
+  }
+  print(
+    f'jaxsim bench {started:%Y-%m-%d %H:%M %Z} on {platform.node()}: '
+    f'{probe.get("platform")} ({probe.get("device")}), {os.cpu_count()} cores, '
+    f'jax {probe.get("jax")}, MJX python: {mjx_python or "not installed"}',
+    flush=True,
+  )
+  plan = []
+  for label, path in models:
+    if args.stage == 'collision':
+      label += ' (collision)'
+    for batch in batches:
+      plan.append(('main', label, path, batch, None))
+  if args.copies:
+    copies_xml = _copies_module().copies_xml
+
+    _, source = resolve_model(args.copies_source)
+    scenes = os.path.join(args.out, 'scenes')
+    os.makedirs(scenes, exist_ok=True)
+    for n in args.copies:
+      path = os.path.join(scenes, f'{args.copies_source}_x{n}.xml')
+      with open(path, 'w') as f:
+        f.write(copies_xml(n, source))
+      plan.append(('scaling', f'{args.copies_source} x{n}', path, args.copies_batch, n))
+
+  results: list[dict] = []
+  out_json = os.path.join(args.out, 'results.json')
+  for table, label, path, batch, copies in plan:
+    for engine in args.engines:
+      spec = {
+        **base,
+        'engine': engine,
+        'table': table,
+        'label': label,
+        'model': path,
+        'batch': batch,
+        'copies': copies,
+        'chunk': _chunk(args, batch),
+        'c_chunk': max(5, 10000 // batch),
+      }
+      if engine == 'mjx' and mjx_python is None:
+        r = {**spec, 'status': 'not installed', 'reason': 'no --mjx-python with mujoco-mjx'}
+      elif engine == 'mujoco' and args.stage == 'collision':
+        r = {**spec, 'status': 'not measured', 'reason': '--stage collision: JAX engines only'}
+      else:
+        python = mjx_python if engine == 'mjx' else sys.executable
+        r = _run_worker(python, spec, args.timeout)
+      results.append(r)
+      rate = _fmt_rate(r)
+      extra = f' mt {_fmt_rate(r, "steps_per_s_mt")}' if engine == 'mujoco' else ''
+      comp = f' compile {r["compile_s"]:.1f} s' if r.get('compile_s') is not None else ''
+      why = f' ({r.get("reason")})' if r.get('status') != 'ok' else ''
+      load = f' [load {r["loadavg"][0]:.1f}]' if 'loadavg' in r else ''
+      print(f'  {label} batch {batch} {engine}: {rate} steps/s{extra}{comp}{why}{load}', flush=True)
+      _write(out_json, args, probe, started, results)
+
+  md = _markdown(args, probe, started, results)
+  with open(os.path.join(args.out, 'results.md'), 'w') as f:
+    f.write(md)
+  plotted = plot(results, os.path.join(args.out, 'throughput.png'))
+  _write(out_json, args, probe, started, results)
+  print()
+  print(md)
+  print(f'wrote {out_json}, results.md' + (', throughput.png' if plotted else ''), flush=True)
+  return 0
+
+
+def _markdown(args, probe: dict, started, results: list[dict]) -> str:
+  lines = [
+    f'## jaxsim bench, {started:%Y-%m-%d %H:%M %Z}',
+    '',
+    f'`{args.command_line}`',
+    '',
+    f'{probe.get("platform")} ({probe.get("device")}), {os.cpu_count()} cores, '
+    f'jax {probe.get("jax")}. steps/s counts world-steps (batch x steps per second, wall '
+    'clock); compile is trace + lower + XLA compile; mem/world is the compiled program '
+    '(arguments, outputs, temporaries) over the batch; load is the 1-minute load average at '
+    'the start of each run (jaxsim/MJX/C). results.json adds the first call, peak memory and '
+    'steps per CPU-second.',
+    '',
+    'Settings (as each engine reported them):',
+    *settings_lines(results),
+    '',
+    throughput_table(results, args.threads),
+  ]
+  scaling = scaling_table(results)
+  if scaling:
+    lines += [
+      '',
+      f'Scaling: {args.copies_source} copies in one scene, batch {args.copies_batch} '
+      '("x linear": value / (copies x value at 1 copy); at most 1 means no faster than linear).',
+      '',
+      scaling,
+    ]
+  notes = [
+    f'- {r["label"]} batch {r["batch"]} {r["engine"]}: {r.get("status")} ({r.get("reason")})'
+    for r in results
+    if r.get('status') != 'ok'
+  ]
+  if notes:
+    lines += ['', 'Runs without a result:', *notes]
+  return '\n'.join(lines) + '\n'
+
+
+def _write(path: str, args, probe: dict, started, results: list[dict]) -> None:
+  doc = {
+    'command': args.command_line,
+    'started': started.isoformat(),
+    'host': platform.node(),
+    'cores': os.cpu_count(),
+    'probe': probe,
+    'results': results,
+  }
+  with open(path, 'w') as f:
+    json.dump(doc, f, indent=1)
+
+
+if __name__ == '__main__':
+  if len(sys.argv) == 3 and sys.argv[1] == '--worker':
+    sys.exit(worker_main(json.loads(sys.argv[2])))
+  sys.exit(main())
