@@ -18,3 +18,17 @@ jax.config.update('jax_enable_x64', True)
 if os.environ.get('JAXSIM_TEST_CACHE'):
   jax.config.update('jax_compilation_cache_dir', os.environ['JAXSIM_TEST_CACHE'])
   jax.config.update('jax_persistent_cache_min_compile_time_secs', 1.0)
+
+
+import gc  # noqa: E402
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture(scope='module', autouse=True)
+def _release_compiled_programs():
+  """Drops each module's compiled programs when it ends: they are not shared between modules,
+  and a worker that keeps every program of the suite grows to many GiB."""
+  yield
+  jax.clear_caches()
+  gc.collect()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import mujoco
 import numpy as np
 
@@ -11,12 +13,19 @@ import jaxsim
 NO_CONSTRAINT = int(mujoco.mjtDisableBit.mjDSBL_CONSTRAINT)
 
 
+@functools.cache
+def load(path: str) -> jaxsim.Model:
+  """jaxsim.load, once per file and test process: Models are immutable, and loading (which
+  compiles mj_setConst's position stage) is a large part of the suite's time."""
+  return jaxsim.load(path)
+
+
 def load_pair(path: str, disable: int = NO_CONSTRAINT, enable: int = 0):
   """(jaxsim Model, mujoco MjModel) from one file, with the same flags added in both."""
   mj = mujoco.MjModel.from_xml_path(path)
   mj.opt.disableflags |= disable
   mj.opt.enableflags |= enable
-  m = jaxsim.load(path)
+  m = load(path)
   opt = m.opt.replace(
     disableflags=m.opt.disableflags | disable, enableflags=m.opt.enableflags | enable
   )

