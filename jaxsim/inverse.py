@@ -23,29 +23,6 @@ from jaxsim.types import Data, DisableBit, EnableBit, IntegratorType, Model
 _fwd = importlib.import_module('jaxsim.forward')
 
 
-def _problem(m: Model, d: Data, rows: Any) -> Any:
-  """The solver's per-row inputs at d (as jaxsim.solver.solve assembles them)."""
-  dtype = d.qacc.dtype
-  con = d.contact
-  if len(rows.con):
-    mu, fric = con.mu[rows.con], con.friction[rows.con, :5] * rows.tmask
-  else:
-    mu, fric = jnp.zeros(0, dtype), jnp.zeros((0, 5), dtype)
-  return solver._Problem(
-    J=d.efc_J,
-    D=jnp.where(d.efc_active, d.efc_D, 0.0),
-    R=d.efc_R,
-    floss=d.efc_frictionloss,
-    aref=d.efc_aref,
-    active=d.efc_active,
-    mu=mu,
-    fric=fric,
-    M=d.qM,
-    qfrc_smooth=d.qfrc_smooth,
-    qacc_smooth=d.qacc_smooth,
-  )
-
-
 def inv_constraint(m: Model, d: Data, layout: Any = None) -> Data:
   """efc_force, efc_state (nefc,) and qfrc_constraint (nv,) from qacc (mj_invConstraint).
 
@@ -62,7 +39,7 @@ def inv_constraint(m: Model, d: Data, layout: Any = None) -> Data:
   if not lay.nefc or not m.nv:
     return d.replace(qfrc_constraint=jnp.zeros(m.nv, d.qacc.dtype))
   rows = solver._rows(lay)
-  p = _problem(m, d, rows)
+  p = solver.problem(d, rows)
   jar = d.efc_J @ d.qacc - d.efc_aref
   upd = solver._update_constraint(p, rows, jar, False)
   return d.replace(

@@ -621,6 +621,29 @@ def _primal_jvp(cfg: _Config, r: _Rows, primals, tangents):
   return (qacc, force, state, niter), (dqacc, dforce_p + dforce_q, zero_state, zero_niter)
 
 
+def problem(d: Data, r: _Rows) -> _Problem:
+  """The solver's per-row inputs at d: constraint rows, contact cones, inertia, smooth forces."""
+  dtype = d.qacc_smooth.dtype
+  con = d.contact
+  if len(r.con):
+    mu, fric = con.mu[r.con], con.friction[r.con, :5] * r.tmask
+  else:
+    mu, fric = jnp.zeros(0, dtype), jnp.zeros((0, 5), dtype)
+  return _Problem(
+    J=d.efc_J,
+    D=jnp.where(d.efc_active, d.efc_D, 0.0),
+    R=d.efc_R,
+    floss=d.efc_frictionloss,
+    aref=d.efc_aref,
+    active=d.efc_active,
+    mu=mu,
+    fric=fric,
+    M=d.qM,
+    qfrc_smooth=d.qfrc_smooth,
+    qacc_smooth=d.qacc_smooth,
+  )
+
+
 def solve(m: Model, d: Data, layout: Any = None) -> Data:
   """qacc, efc_force, efc_state, qfrc_constraint, solver_niter (mj_fwdConstraint, mj_solPrimal).
 
@@ -659,21 +682,7 @@ def solve(m: Model, d: Data, layout: Any = None) -> Data:
     ls_iterations=int(m.opt.ls_iterations),
     warmstart=not m.opt.disableflags & DisableBit.WARMSTART,
   )
-  con = d.contact
-  fric = con.friction[r.con, :5] * r.tmask if len(r.con) else jnp.zeros((0, 5), dtype)
-  p = _Problem(
-    J=d.efc_J,
-    D=jnp.where(d.efc_active, d.efc_D, 0.0),
-    R=d.efc_R,
-    floss=d.efc_frictionloss,
-    aref=d.efc_aref,
-    active=d.efc_active,
-    mu=con.mu[r.con] if len(r.con) else jnp.zeros(0, dtype),
-    fric=fric,
-    M=d.qM,
-    qfrc_smooth=d.qfrc_smooth,
-    qacc_smooth=d.qacc_smooth,
-  )
+  p = problem(d, r)
   x = _Path(d.qLD, d.qacc_warmstart, m.opt.tolerance, m.opt.ls_tolerance)
   primal = jax.custom_jvp(functools.partial(_primal, cfg, r))
   primal.defjvp(functools.partial(_primal_jvp, cfg, r))
