@@ -151,7 +151,7 @@ def test_suite_rows(name):
   mj = mujoco.MjModel.from_xml_path(SUITE[name])
   mj.opt.jacobian = DENSE
   # noslip (dog) post-processes forward's forces, which inverse dynamics does not reproduce (nor
-  # does MuJoCo's own fwdinv); jaxsim has no noslip
+  # does MuJoCo's own fwdinv)
   mj.opt.noslip_iterations = 0
   m = _rows_model(mj)
   md = _rollout(mj, seed=1, nstep=NSTEP)

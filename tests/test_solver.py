@@ -111,7 +111,7 @@ def solver_model(mj: mujoco.MjModel) -> Model:
   """
   o = mj.opt
   keys = ('impratio', 'tolerance', 'ls_tolerance', 'solver', 'cone', 'iterations')
-  keys += ('ls_iterations', 'disableflags', 'enableflags')
+  keys += ('ls_iterations', 'disableflags', 'enableflags', 'noslip_iterations', 'noslip_tolerance')
   opt = make_option({k: getattr(o, k) for k in keys}, jnp.float64)
   return Model({'nv': mj.nv, 'opt': opt}, ('opt',))
 
@@ -469,6 +469,95 @@ def test_features(cone, solver_):
       err = check(md, out, probs[k][3], 1e-6, 1e-5)
       err['niter'] = (int(out.solver_niter), int(md.solver_niter[0]))
       ERRORS[(('features', cone, k), solver_), tol] = err
+
+
+@pytest.mark.parametrize('cone', ['pyramidal', 'elliptic'])
+def test_noslip(cone):
+  """The noslip post-processor (mj_solNoSlip) after Newton: every row kind and condim 1/3/4/6,
+  two states under vmap, each against MuJoCo: all sweeps on one (a negative noslip_tolerance),
+  MuJoCo's improvement test on the other (the same sweep count is required)."""
+  mj = mj_model(xml=FEATURES.format(cone=cone))
+  mj.opt.noslip_iterations = 6
+  mds = [features_state(mj, seed) for seed in range(2)]
+  refs, probs, sweeps = [], [], []
+  for k, md in enumerate(mds):
+    mj.opt.noslip_iterations = 0
+    primal = forward(mj, copy.copy(md), TIGHT).solver_niter[0]
+    mj.opt.noslip_iterations = 6
+    mj.opt.noslip_tolerance = -1.0 if k == 0 else 1e-6
+    refs.append(forward(mj, md, TIGHT))
+    probs.append(problem(mj, refs[-1], seed=k))
+    sweeps.append(refs[-1].solver_niter[0] - primal)
+  assert sweeps[0] == 6 and 0 < sweeps[1] < 6, sweeps
+  m, layout = probs[0][0], probs[0][2]
+  assert _Key(layout) == _Key(probs[1][2])
+  dd = jax.tree_util.tree_map(lambda *x: jnp.stack(x), *[pr[1] for pr in probs])
+  tol = jnp.asarray([-1.0, 1e-6])
+  opt = m.opt.replace(tolerance=jnp.asarray(TIGHT))
+
+  @jax.jit
+  def solve(d, noslip_tol):
+    return solver.solve(m.replace(opt=opt.replace(noslip_tolerance=noslip_tol)), d, layout)
+
+  outs = jax.vmap(solve)(dd, tol)
+  for k, md in enumerate(refs):
+    out = jax.tree_util.tree_map(lambda x, k=k: x[k], outs)
+    real = probs[k][3]
+    err = check(md, out, real, 1e-9, 1e-9, state=False)
+    # the dual states of the forces; a force on its bound to round-off (a friction-loss force at
+    # its limit, a friction ellipse touched by the projection) may fall on either side of it
+    force = np.asarray(out.efc_force)[real]
+    tie = np.abs(np.abs(force) - md.efc_frictionloss) < 1e-12 * np.abs(force).max()
+    adr = md.contact.efc_address[: md.ncon]
+    for c in np.flatnonzero(md.contact.dim[: md.ncon] > 1):
+      if md.efc_type[adr[c]] == CONTACT_ELLIPTIC:
+        dim = md.contact.dim[c]
+        f = md.efc_force[adr[c] : adr[c] + dim]
+        t = np.linalg.norm(f[1:] / md.contact.friction[c, : dim - 1])
+        if abs(f[0] - t) < 1e-12 * max(1.0, f[0]):
+          tie[adr[c] : adr[c] + dim] = True
+    same = np.asarray(out.efc_state)[real] == md.efc_state
+    assert np.all(same | tie), (np.flatnonzero(~same), np.asarray(out.efc_state)[real][~same])
+    err['niter'] = (int(out.solver_niter), int(md.solver_niter[0]))
+    ERRORS[(('noslip', cone, k), NEWTON), TIGHT] = err
+
+
+@pytest.mark.parametrize('cone', ['pyramidal', 'elliptic'])
+def test_noslip_grad(cone):
+  """Reverse-mode AD through Newton and six noslip sweeps (every row kind) agrees with central
+  differences; qacc_smooth now matters (noslip's residuals and its qacc read it)."""
+  mj = mj_model(xml=FEATURES.format(cone=cone))
+  mj.opt.noslip_iterations, mj.opt.noslip_tolerance = 6, -1.0
+  md = forward(mj, features_state(mj, 0), TIGHT)
+  m, d, layout, real = problem(mj, md)
+  w = jnp.asarray(np.random.default_rng(0).normal(size=mj.nv))
+
+  @jax.jit
+  @functools.partial(jax.value_and_grad, argnums=(0, 1, 2))
+  def f(aref, qfrc_smooth, qacc_smooth):
+    dd = d.replace(efc_aref=aref, qfrc_smooth=qfrc_smooth, qacc_smooth=qacc_smooth)
+    return w @ solver.solve(m, dd, layout).qacc
+
+  x0 = (d.efc_aref, d.qfrc_smooth, d.qacc_smooth)
+  val, g = f(*x0)
+  np.testing.assert_allclose(val, w @ md.qacc, rtol=1e-9)
+  assert np.all(np.asarray(g[0])[~real] == 0)
+  rng = np.random.default_rng(1)
+  # the QCQP's Newton stops at |x|^2 - r^2 < 1e-10: a step of 1e-6 would see that jump
+  h = 1e-4
+  # with elliptic cones, Newton's iterate at TIGHT still carries its path: its finite
+  # differences give qacc a sensitivity of ~1e-6 to the aref of a contact in the top zone, where
+  # the exact solution (the implicit derivative) has none; the sweeps amplify this to ~1e-4 of
+  # this loss
+  rtol = 1e-6 if cone == 'pyramidal' else 1e-3
+  for k in (0, 1, 2):
+    v = rng.normal(size=x0[k].shape)
+    xp = [x + h * v if j == k else x for j, x in enumerate(x0)]
+    xm = [x - h * v if j == k else x for j, x in enumerate(x0)]
+    fd = (f(*xp)[0] - f(*xm)[0]) / (2 * h)
+    ad = float(np.asarray(g[k]) @ v)
+    assert abs(fd) > 1e-3
+    assert abs(ad - fd) <= rtol * abs(fd), (k, ad, fd)
 
 
 @pytest.mark.parametrize('cone', ['pyramidal', 'elliptic'])

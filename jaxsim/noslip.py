@@ -1,0 +1,268 @@
+"""The noslip post-processor: Gauss-Seidel sweeps over the friction rows (mj_solNoSlip).
+
+After the main solver, MuJoCo re-solves the dry-friction and contact-friction forces block by
+block on the dual problem without the regulariser R (A = J M^-1 J'), holding every normal force
+fixed, so that soft contacts do not creep. Blocks are visited in row order: each friction-loss
+row (clamped to its interval), each pair of opposing pyramid edges (their sum fixed), and the
+tangent rows of each elliptic cone (a QCQP on the friction ellipsoid of the fixed normal force).
+Mirrors engine_solver.c (solNoSlip, residual, extractBlock, costChange, solveQCQP, dualState)
+and engine_util_solve.c (mju_QCQP2/3/N).
+
+The sweep is a `lax.scan` over static block slots (inactive ones leave everything unchanged)
+inside a scan over at most opt.noslip_iterations sweeps, so reverse-mode AD runs through it.
+The residual of a block comes from the running qacc = qacc_smooth + M^-1 J' f, updated after
+each block, so A is needed only block by block.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+MINVAL = 1e-15  # mjMINVAL
+# mjtConstraint, mjtConstraintState
+CONTACT_PYRAMIDAL, CONTACT_ELLIPTIC = 6, 7
+SATISFIED, QUADRATIC, LINEARNEG, LINEARPOS, CONE = 0, 1, 2, 3, 4
+DRY, PYRAMID, ELLIPSE = 0, 1, 2
+WIDTH = 5  # rows in the largest block: the tangents of a condim-6 elliptic contact
+
+
+class Blocks(NamedTuple):
+  """Static noslip blocks of a constraint layout, in MuJoCo's visiting order (NumPy).
+
+  rows (nblk, 5): rows of each block, padded with nefc; kind (nblk,): DRY, PYRAMID or ELLIPSE;
+  normal (nblk,): the normal row of an elliptic contact (nefc otherwise); slot (nblk,): contact
+  slot (0 for dry friction).
+  """
+
+  rows: np.ndarray
+  kind: np.ndarray
+  normal: np.ndarray
+  slot: np.ndarray
+
+
+def blocks(layout: Any) -> Blocks:
+  """The noslip blocks of a layout: friction-loss rows, pyramid edge pairs, elliptic tangents."""
+  nefc, ne, nf = int(layout.nefc), int(layout.ne), int(layout.nf)
+  typ = np.asarray(layout.type).reshape(nefc)
+  rows, kind, normal, slot = [], [], [], []
+
+  def add(r, k, n=nefc, s=0):
+    rows.append(list(r) + [nefc] * (WIDTH - len(r)))
+    kind.append(k)
+    normal.append(n)
+    slot.append(s)
+
+  for i in range(ne, ne + nf):
+    add([i], DRY)
+  adr = np.asarray(layout.contact_efcadr).reshape(-1)
+  dim = np.asarray(layout.contact_dim).reshape(-1)
+  for c in np.argsort(adr, kind='stable'):
+    i, n = int(adr[c]), int(dim[c])
+    if i < 0 or i >= nefc or n < 2:
+      continue
+    if typ[i] == CONTACT_PYRAMIDAL:
+      for j in range(i, i + 2 * (n - 1), 2):
+        add([j, j + 1], PYRAMID, s=int(c))
+    elif typ[i] == CONTACT_ELLIPTIC:
+      add(range(i + 1, i + n), ELLIPSE, i, int(c))
+  if not rows:
+    z = np.zeros(0, np.int32)
+    return Blocks(np.zeros((0, WIDTH), np.int32), z, z, z)
+  out = Blocks(*(np.asarray(x, np.int32) for x in (rows, kind, normal, slot)))
+  for a in out:
+    a.setflags(write=False)
+  return out
+
+
+def _safe_div(a: jax.Array, b: jax.Array) -> jax.Array:
+  ok = b != 0
+  return jnp.where(ok, a / jnp.where(ok, b, 1.0), 0.0)
+
+
+def qcqp(A: jax.Array, b: jax.Array, d: jax.Array, r: jax.Array, n: jax.Array):
+  """min 0.5 x'Ax + x'b s.t. sum (x_i/d_i)^2 <= r^2 (mju_QCQP2, mju_QCQP3, mju_QCQP).
+
+  A (5, 5), b (5,), d (5,) padded beyond the first n entries (any values there); returns
+  (x (5,), whether the constraint is active). Newton on the multiplier, 20 iterations at most;
+  a matrix that is not positive definite (det < 1e-10 for n <= 3, a Cholesky pivot < 1e-10
+  otherwise) gives x = 0, unconstrained.
+  """
+  real = jnp.arange(WIDTH) < n
+  d = jnp.where(real, d, 1.0)
+  b = jnp.where(real, b * d, 0.0)
+  eye = jnp.eye(WIDTH, dtype=A.dtype)
+  pair = real[:, None] & real[None, :]
+  A = jnp.where(pair, A * d[:, None] * d[None, :], eye)
+
+  def body(_, c):
+    la, v, done, fail = c
+    ala = A + la * jnp.diag(real.astype(A.dtype))
+    fixed = jax.lax.stop_gradient(ala)  # the definiteness test only branches
+    det = jnp.linalg.det(fixed)
+    piv = jnp.diagonal(jnp.linalg.cholesky(fixed)) ** 2
+    spd = jnp.where(n <= 3, det >= 1e-10, jnp.all(piv >= 1e-10))
+    P = jnp.linalg.inv(jnp.where(spd, ala, eye))
+    vn = -P @ b
+    val = vn @ vn - r * r
+    deriv = -2.0 * vn @ P @ vn
+    delta = _safe_div(-val, deriv)
+    stop = (val < 1e-10) | (delta < 1e-10)
+    live = ~done
+    fail = fail | (live & ~spd)
+    v = jnp.where(live, jnp.where(spd, vn, 0.0), v)
+    la = jnp.where(live & spd & ~stop, la + delta, la)
+    return la, v, done | ~spd | stop, fail
+
+  zero = jnp.zeros((), A.dtype)
+  la, v, _, fail = jax.lax.fori_loop(
+    0, 20, body, (zero, jnp.zeros(WIDTH, A.dtype), jnp.array(False), jnp.array(False))
+  )
+  return jnp.where(real & ~fail, v * d, 0.0), (la != 0) & ~fail
+
+
+def _cost_change(A, f, old, res):
+  """(force, change): MuJoCo's costChange; a step that raises the cost is undone."""
+  delta = f - old
+  change = 0.5 * delta @ A @ delta + delta @ res
+  up = change > 1e-10
+  return jnp.where(up, old, f), jnp.where(up, 0.0, change)
+
+
+def _block_update(k, A, res, old, floss0, fnormal, fric, n):
+  """New forces (5,) and cost change (negative: a decrease) of one block.
+
+  From the block's A (5, 5), residual and old forces; k is its kind, n its rows.
+  """
+  diag = jnp.diagonal(A)
+  # dry friction: unconstrained minimum clamped to the friction-loss interval
+  ainv = 1.0 / jnp.maximum(MINVAL, diag[0])
+  f_dry = jnp.clip(old[0] - res[0] * ainv, -floss0, floss0)
+  d0 = f_dry - old[0]
+  dry = (jnp.zeros(WIDTH, A.dtype).at[0].set(f_dry), 0.5 * d0 * d0 / ainv + d0 * res[0])
+
+  # blocks of several rows see A with its diagonal clamped (extractBlock with flg_subR)
+  Ac = A - jnp.diag(diag) + jnp.diag(jnp.maximum(1e-10, diag))
+  real = jnp.arange(WIDTH) < n
+  Ac = jnp.where(real[:, None] & real[None, :], Ac, 0.0)
+  bc = res - Ac @ old
+
+  # pyramid: the pair's sum is fixed; minimise over their difference within the cone
+  mid = 0.5 * (old[0] + old[1])
+  k1 = Ac[0, 0] + Ac[1, 1] - Ac[0, 1] - Ac[1, 0]
+  k0 = mid * (Ac[0, 0] - Ac[1, 1]) + bc[0] - bc[1]
+  y = jnp.clip(_safe_div(-k0, k1), -mid, mid)
+  y = jnp.where(k1 < MINVAL, 0.0, y)
+  f_pyr = jnp.zeros(WIDTH, A.dtype).at[0].set(mid + y).at[1].set(mid - y)
+  pyr = _cost_change(Ac, f_pyr, old, res)
+
+  # ellipse: tangent forces on the friction ellipsoid of the fixed normal force
+  v, on = qcqp(Ac, bc, fric, fnormal, n)
+  s = jnp.sum(jnp.where(real, v * v / jnp.where(real, fric * fric, 1.0), 0.0))
+  ratio = fnormal * fnormal / jnp.maximum(MINVAL, s)
+  scl = jnp.sqrt(jnp.where(ratio > 0, ratio, 1.0))  # NaN-free derivative at a zero normal force
+  v = jnp.where(on, v * scl, v)
+  v = jnp.where(fnormal < MINVAL, 0.0, v)
+  ell = _cost_change(Ac, v, old, res)
+
+  f = jnp.where(k == DRY, dry[0], jnp.where(k == PYRAMID, pyr[0], ell[0]))
+  change = jnp.where(k == DRY, dry[1], jnp.where(k == PYRAMID, pyr[1], ell[1]))
+  return f, change
+
+
+def dual_state(force, ne, nf, floss, active, ell_rows, ell_mu, ell_fric):
+  """efc_state of forces as the dual solvers classify them (dualState), (nefc,) int32.
+
+  ell_rows (nell, 6) rows of the elliptic contacts padded with nefc, ell_mu (nell,),
+  ell_fric (nell, 5) zero beyond condim - 1.
+  """
+  nefc = force.shape[0]
+  idx = np.arange(nefc)
+  fri = (idx >= ne) & (idx < ne + nf)
+  st_fri = jnp.where(force <= -floss, LINEARPOS, jnp.where(force >= floss, LINEARNEG, QUADRATIC))
+  st_one = jnp.where(force <= 0, SATISFIED, QUADRATIC)
+  state = jnp.where(idx < ne, QUADRATIC, jnp.where(fri, st_fri, st_one))
+  if len(ell_rows):
+    fpad = jnp.concatenate([force, jnp.zeros(1, force.dtype)])
+    fc = fpad[ell_rows]  # (nell, 6)
+    n = _safe_div(fc[:, 0], ell_mu)
+    t = _safe_div(fc[:, 1:], ell_fric)
+    tn = jnp.sqrt(jnp.sum(t * t, axis=1))
+    zone = jnp.where(ell_mu * n >= tn, SATISFIED, jnp.where(n + ell_mu * tn <= 0, QUADRATIC, CONE))
+    zone = jnp.broadcast_to(zone[:, None], ell_rows.shape)
+    state = state.at[ell_rows.reshape(-1)].set(zone.reshape(-1), mode='drop')
+  return jnp.where(active, state, SATISFIED).astype(jnp.int32)
+
+
+def solve(
+  blk: Blocks,
+  J: jax.Array,
+  qLD: jax.Array,
+  qacc_smooth: jax.Array,
+  force: jax.Array,
+  R: jax.Array,
+  aref: jax.Array,
+  floss: jax.Array,
+  active: jax.Array,
+  slot_friction: jax.Array,
+  iterations: int,
+  tolerance: jax.Array,
+  scale: jax.Array,
+) -> tuple[jax.Array, jax.Array]:
+  """efc_force (nefc,) after at most `iterations` noslip sweeps, and the sweeps run.
+
+  J (nefc, nv), qLD the Cholesky factor of M (nv, nv), force the main solver's efc_force,
+  slot_friction (ncon, 5) contact friction per slot; improvement is scaled by `scale` and
+  compared with `tolerance` (opt.noslip_tolerance).
+  """
+  nefc, nv = J.shape
+  dtype = J.dtype
+  nblk = blk.rows.shape[0]
+  if nblk == 0 or iterations <= 0:
+    return force, jnp.zeros((), jnp.int32)
+  W = jax.scipy.linalg.cho_solve((qLD, True), J.T).T  # rows of J M^-1, (nefc, nv)
+  pad = jnp.zeros((1, nv), dtype)
+  Jp, Wp = jnp.concatenate([J, pad]), jnp.concatenate([W, pad])
+  zero = jnp.zeros(1, dtype)
+  arefp, flossp = jnp.concatenate([aref, zero]), jnp.concatenate([floss, zero])
+  activep = jnp.concatenate([active, jnp.zeros(1, bool)])
+  if slot_friction.shape[0]:
+    fric_b = slot_friction[blk.slot]  # (nblk, 5)
+  else:
+    fric_b = jnp.ones((nblk, WIDTH), dtype)
+  nrow = jnp.asarray((blk.rows < nefc).sum(axis=1), jnp.int32)
+  xs = (jnp.asarray(blk.rows), jnp.asarray(blk.kind), jnp.asarray(blk.normal), fric_b, nrow)
+
+  def block(carry, x):
+    f, qacc, imp = carry
+    rows, k, nrm, fric, n = x
+    fp = jnp.concatenate([f, zero])
+    Jb, Wb = Jp[rows], Wp[rows]  # (5, nv)
+    A = Jb @ Wb.T
+    res = Jb @ qacc - arefp[rows]
+    old = fp[rows]
+    new, change = _block_update(k, A, res, old, flossp[rows[0]], fp[nrm], fric, n)
+    live = activep[rows[0]]
+    new = jnp.where(live, new, old)
+    delta = jnp.where(rows < nefc, new - old, 0.0)
+    f = f.at[rows].set(new, mode='drop')  # set, not add: forces on a bound stay exactly on it
+    return (f, qacc + Wb.T @ delta, imp - jnp.where(live, change, 0.0)), None
+
+  def sweep(c):
+    f, niter, _ = c
+    # the first sweep's improvement also counts the regulariser's cost being dropped
+    imp0 = jnp.where(niter == 0, 0.5 * jnp.sum(jnp.where(active, f * f * R, 0.0)), 0.0)
+    qacc = qacc_smooth + W.T @ f
+    (f, _, imp), _ = jax.lax.scan(block, (f, qacc, imp0), xs)
+    return f, niter + 1, imp * scale < tolerance
+
+  def step(c, _):
+    return jax.lax.cond(c[2], lambda c: c, sweep, c), None
+
+  (force, niter, _), _ = jax.lax.scan(
+    step, (force, jnp.zeros((), jnp.int32), jnp.array(False)), None, length=iterations
+  )
+  return force, niter
