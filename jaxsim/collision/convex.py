@@ -619,9 +619,10 @@ def _epa(o1, o2, pt: _Poly, kmax: int, tol: jax.Array, discrete: jax.Array):
     zero_new = jnp.any(hvalid & (nfd2 == 0))
     room = nedges <= nf - pt.nfaces
     tgt = jnp.where(hvalid, newid, nf)
-    fverts = pt.fverts.at[tgt].set(jnp.stack([jnp.full_like(a, wi), a, b], 1), mode='drop')
-    fadj = pt.fadj.at[tgt].set(jnp.stack([prev, g, nxt], 1), mode='drop')
-    fadj = fadj.at[jnp.where(hvalid, g, nf), eg].set(newid, mode='drop')
+    newf = jnp.stack([jnp.full_like(a, wi), a, b], 1).astype(pt.fverts.dtype)
+    fverts = pt.fverts.at[tgt].set(newf, mode='drop')
+    fadj = pt.fadj.at[tgt].set(jnp.stack([prev, g, nxt], 1).astype(pt.fadj.dtype), mode='drop')
+    fadj = fadj.at[jnp.where(hvalid, g, nf), eg].set(newid.astype(fadj.dtype), mode='drop')
     fv_all = pt.fv.at[tgt].set(nfv, mode='drop')
     fd2_all = pt.fdist2.at[tgt].set(nfd2, mode='drop')
     inm = (nfd2 >= lower2) & (nfd2 <= upper2_new)
