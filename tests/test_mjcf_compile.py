@@ -31,6 +31,7 @@ FIELDS = (
   'geom_contype geom_conaffinity geom_condim geom_margin geom_gap geom_solref geom_solimp '
   'geom_solmix geom_rbound geom_rgba '
   'site_type site_bodyid site_size site_pos '
+  'cam_bodyid cam_mode cam_pos cam_fovy cam_resolution cam_sensorsize cam_intrinsic '
   'actuator_trntype actuator_dyntype actuator_gaintype actuator_biastype actuator_trnid '
   'actuator_actadr actuator_actnum actuator_group actuator_ctrllimited actuator_forcelimited '
   'actuator_actlimited actuator_actearly actuator_dynprm actuator_gainprm actuator_biasprm '
@@ -47,7 +48,7 @@ FIELDS = (
   'key_time key_qpos key_qvel key_act key_ctrl key_mpos key_mquat '
   'numeric_size numeric_adr numeric_data hfield_size hfield_nrow hfield_ncol'
 ).split()
-QUATS = 'body_quat geom_quat site_quat'.split()
+QUATS = 'body_quat geom_quat site_quat cam_quat'.split()
 
 
 @pytest.fixture(scope='module', params=all_models(), ids=model_id)

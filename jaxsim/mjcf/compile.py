@@ -224,6 +224,7 @@ class _Compiler:
     for e in root.find('statistic'):
       self.statistic = schema.read_attrs(e, schema.STATISTIC, self.statistic)
       _only(e, set())
+    self.znear = 0.01  # visual/map znear
     for e in root.find('visual'):
       self.read_visual(e)
     defaults = root.find('default')
@@ -336,6 +337,14 @@ class _Compiler:
   def read_visual(self, e: Element):
     # Visual settings do not affect physics; their grammar is checked loosely (children only).
     _only(e, {'global', 'quality', 'headlight', 'map', 'scale', 'rgba'})
+    # except map/znear: a camera without a sensor size takes it as its focal length
+    for mp in e.find('map'):
+      if 'znear' in mp.attrs:
+        loose = {k: 's' for k in mp.attrs}  # the rest of <map> is not read
+        znear = schema.read_attrs(mp, {**loose, 'znear': 'f'})['znear']
+        if not znear > 0:
+          raise mp.error('znear must be positive', attribute='znear')
+        self.znear = float(np.float32(znear))  # mjVisual is single precision
 
   # ---------------------------------------------------------------- actuator shortcuts
 
@@ -1311,7 +1320,11 @@ class _Compiler:
     out['cam_mode'] = np.array([c['mode'] for c in self.cameras], dtype=int)
     out['cam_pos'] = _rows([c['pos_c'] for c in self.cameras], 3)
     out['cam_quat'] = _rows([c['quat_c'] for c in self.cameras], 4)
-    out['cam_fovy'] = np.array([c['fovy'] for c in self.cameras], dtype=float)
+    lens = [_camera_lens(c, self.znear) for c in self.cameras]
+    out['cam_fovy'] = np.array([x[0] for x in lens], dtype=float)
+    out['cam_resolution'] = np.array([x[1] for x in lens], dtype=np.int32).reshape(-1, 2)
+    out['cam_sensorsize'] = _rows([x[2] for x in lens], 2)
+    out['cam_intrinsic'] = _rows([x[3] for x in lens], 4)
     out['light_bodyid'] = np.array([lt['body'] for lt in self.lights], dtype=int)
     out['light_pos'] = _rows([lt['pos_c'] for lt in self.lights], 3)
     out['light_dir'] = _rows([lt['dir'] for lt in self.lights], 3)
@@ -2152,6 +2165,40 @@ def _adr(nums: np.ndarray, empty: int | None = None) -> np.ndarray:
   nums = np.asarray(nums, dtype=int)
   adr = np.concatenate([[0], np.cumsum(nums)[:-1]]).astype(int) if len(nums) else nums
   return adr if empty is None else np.where(nums > 0, adr, empty)
+
+
+def _camera_lens(c: dict, znear: float):
+  """(fovy, resolution, sensorsize, intrinsic) of a camera (mjCCamera::Compile).
+
+  The lens attributes are single precision in MuJoCo (mjsCamera, mjModel.cam_intrinsic), so
+  they are computed and rounded in float32 here too.
+  """
+  e = c['elem']
+  f32 = np.float32
+  fovy = float(c['fovy'])
+  if fovy >= 180:
+    raise e.error(f'fovy too large ({fovy:g}): must be below 180 degrees', attribute='fovy')
+  res = np.array(c.get('resolution', (1, 1)), dtype=np.int64)
+  ssize = np.array(c.get('sensorsize', (0, 0)), dtype=f32)
+  lens = {k: np.array(c.get(k, (0, 0)), dtype=f32) for k in schema.CAMERA_LENS}
+  has_intrinsic = any(v.any() for v in lens.values())
+  has_ssize = bool(ssize[0] > 0 and ssize[1] > 0)
+  if has_intrinsic and not has_ssize:
+    raise e.error('focal/principal require sensorsize', attribute='sensorsize')
+  if has_ssize and (res <= 0).any():
+    raise e.error('sensorsize requires a positive resolution', attribute='resolution')
+  intr = np.zeros(4, dtype=f32)
+  if has_ssize:
+    density = res.astype(f32) / ssize  # pixels per unit length
+    for k, (length, pixel) in enumerate((('focal', 'focalpixel'), ('principal', 'principalpixel'))):
+      for a in range(2):
+        px = lens[pixel][a]
+        intr[2 * k + a] = px / density[a] if px else lens[length][a]
+    # atan2f (correctly rounded), then double
+    fovy = float(f32(math.atan2(float(ssize[1] / f32(2)), float(intr[1])))) * 360.0 / math.pi
+  else:
+    intr[:2] = znear
+  return fovy, res, ssize.astype(float), intr.astype(float)
 
 
 def _rows(items, width: int) -> np.ndarray:

@@ -173,6 +173,7 @@ CAMERA = {
   'user': 'f*',
   'orthographic': 'b',
 }
+CAMERA_LENS = ('focal', 'focalpixel', 'principal', 'principalpixel')
 LIGHT = {
   'name': 's',
   'class': 's',
