@@ -84,28 +84,12 @@ def _has_frictionloss(m: Model, kind: str) -> np.ndarray:
   return values != 0 if kind == 'dof' else values > 0
 
 
-def _condim(m: Model, g1: np.ndarray, g2: np.ndarray, ipair: np.ndarray) -> np.ndarray:
-  """condim of candidate pairs: the higher-priority geom's, else the larger; <pair> dim wins."""
-  pr, cd = np.asarray(m.geom_priority), np.asarray(m.geom_condim)
-  p1, p2 = pr[g1], pr[g2]
-  dim = np.where(p1 > p2, cd[g1], np.where(p1 < p2, cd[g2], np.maximum(cd[g1], cd[g2])))
-  if m.npair:
-    dim = np.where(ipair >= 0, np.asarray(m.pair_dim)[np.maximum(ipair, 0)], dim)
-  return dim
-
-
 def _contact_slots(m: Model) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-  """(geom1, geom2, condim) of every contact slot, in Data.contact slot order (static)."""
+  """(geom1, geom2, condim) of every contact slot (static; geoms -1 where a capped slot's vary)."""
   if not driver.ncon_max(m):
     z = np.zeros(0, np.int32)
     return z, z, z
-  g1, g2, dim = [], [], []
-  for grp in driver.groups(m):
-    n = grp['ncon']
-    g1.append(np.repeat(grp['geom1'], n))
-    g2.append(np.repeat(grp['geom2'], n))
-    dim.append(np.repeat(_condim(m, grp['geom1'], grp['geom2'], grp['ipair']), n))
-  return tuple(np.concatenate(x).astype(np.int32) for x in (g1, g2, dim))
+  return driver.contact_slots(m)
 
 
 def layout(m: Model) -> Layout:
@@ -513,20 +497,20 @@ def _contact(m: Model, d: Data, lay: Layout, r: _Rows) -> jax.Array:
   slots = np.flatnonzero(lay.contact_nrow > 0)
   if not slots.size:
     return jnp.zeros(len(lay.contact_dim), bool)
-  g1, g2, _ = _contact_slots(m)
-  gb = np.asarray(m.geom_bodyid)
-  b1, b2 = gb[g1[slots]], gb[g2[slots]]
+  # a slot's geoms are Data's: fixed per slot, or whichever pair a capped slot holds
+  gb = jnp.asarray(m.geom_bodyid)
+  b1, b2 = gb[con.geom1[slots]], gb[con.geom2[slots]]
   pos = con.pos[slots]
   active = con.active[slots] & (con.dist[slots] < con.includemargin[slots])
   dims = lay.contact_dim[slots]
   frame = con.frame[slots]
-  jp1, jr1 = kinematics.jac_batch(m, d, pos, jnp.asarray(b1))
-  jp2, jr2 = kinematics.jac_batch(m, d, pos, jnp.asarray(b2))
+  jp1, jr1 = kinematics.jac_batch(m, d, pos, b1)
+  jp2, jr2 = kinematics.jac_batch(m, d, pos, b2)
   # contact frame rows: normal, tangents, then torsion and rolling (jacdif = jac2 - jac1)
   jt = jnp.einsum('nij,njv->niv', frame, jp2 - jp1)
   jr = jnp.einsum('nij,njv->niv', frame, jr2 - jr1)
   jc = jnp.concatenate([jt, jr], axis=1)  # (n, 6, nv)
-  iw = m.body_invweight0
+  iw = jnp.asarray(m.body_invweight0)
   tran, rot = iw[b1, 0] + iw[b2, 0], iw[b1, 1] + iw[b2, 1]
   dist, margin = con.dist[slots], con.includemargin[slots]
   fri = jnp.where(active[:, None], con.friction[slots], 1.0)

@@ -23,13 +23,12 @@ OBJ_SITE = 6  # mjOBJ_SITE
 
 
 def contact_slots(m: Model) -> tuple[np.ndarray, np.ndarray]:
-  """Static (geom1, geom2) (ncon,) of every contact slot, in Data.contact slot order."""
+  """Static (geom1, geom2) (ncon,) of every contact slot; -1 where a capped slot's geoms vary."""
   if not driver.ncon_max(m):
     z = np.zeros(0, np.int32)
     return z, z
-  g1 = np.concatenate([np.repeat(g['geom1'], g['ncon']) for g in driver.groups(m)])
-  g2 = np.concatenate([np.repeat(g['geom2'], g['ncon']) for g in driver.groups(m)])
-  return g1.astype(np.int32), g2.astype(np.int32)
+  g1, g2, _ = driver.contact_slots(m)
+  return g1, g2
 
 
 def contact_force(m: Model, d: Data) -> jax.Array:
@@ -64,7 +63,7 @@ def contact_force(m: Model, d: Data) -> jax.Array:
 
 def _to_com(m: Model, d: Data, cfrc: jax.Array, point: jax.Array, body: np.ndarray) -> jax.Array:
   """Moves world-oriented torque:force (n, 6) acting at points to the bodies' subtree coms."""
-  com = d.subtree_com[np.asarray(m.body_rootid)[body]]
+  com = d.subtree_com[jnp.asarray(m.body_rootid)[body]]
   torque = cfrc[:, :3] - jnp.cross(com - point, cfrc[:, 3:])
   return jnp.concatenate([torque, cfrc[:, 3:]], axis=-1)
 
@@ -88,8 +87,8 @@ def _ext_contacts(m: Model, d: Data) -> jax.Array:
   on = (d.contact.efc_address >= 0)[:, None]
   cfrc = jnp.where(on, cfrc, 0.0)
   pos = jnp.where(on, d.contact.pos, 0.0)
-  gb = np.asarray(m.geom_bodyid)
-  b1, b2 = gb[g1], gb[g2]
+  gb = jnp.asarray(m.geom_bodyid)
+  b1, b2 = gb[d.contact.geom1], gb[d.contact.geom2]
   out = out.at[b1].add(-_to_com(m, d, cfrc, pos, b1))
   out = out.at[b2].add(_to_com(m, d, cfrc, pos, b2))
   return out.at[0].set(0.0)

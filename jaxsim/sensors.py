@@ -369,16 +369,23 @@ def _touch(m: Model, d: Data, ids: np.ndarray) -> jax.Array:
   site = _objid(m, ids)
   body = np.asarray(m.site_bodyid)[site]
   gb = np.asarray(m.geom_bodyid)
-  b1, b2 = gb[g1], gb[g2]
-  s, k = np.nonzero((body[:, None] == b1[None, :]) | (body[:, None] == b2[None, :]))
+  if (g1 >= 0).all():
+    # slots tied to pairs: only the slots on each sensor's body
+    b1, b2 = gb[g1], gb[g2]
+    s, k = np.nonzero((body[:, None] == b1[None, :]) | (body[:, None] == b2[None, :]))
+  else:
+    # capped slots hold any pair: every slot, matched to the body at run time
+    s, k = np.nonzero(np.ones((len(site), len(g1)), bool))
   if not s.size:
     return out[:, None]
+  gbj = jnp.asarray(gb)
+  b1d, b2d = gbj[d.contact.geom1[k]], gbj[d.contact.geom2[k]]
   frc = rne_post.contact_force(m, d)[k, 0]
-  on = (d.contact.efc_address[k] >= 0) & (frc > 0)
+  on = (d.contact.efc_address[k] >= 0) & (frc > 0) & ((body[s] == b1d) | (body[s] == b2d))
   normal = d.contact.frame[k, 0] * jnp.where(on, frc, 1.0)[:, None]
   conray, _ = math.normalize3(normal)
   # pointing into the sensor's body
-  conray = jnp.where((body[s] == b2[k])[:, None], -conray, conray)
+  conray = jnp.where((body[s] == b2d)[:, None], -conray, conray)
   stype = np.asarray(m.site_type)[site[s]]
   hit = jnp.zeros(len(s), bool)
   for t in np.unique(stype):

@@ -229,7 +229,7 @@ def inject(m: Model, d: types.Data, md: mujoco.MjData) -> tuple[types.Data, np.n
   f['dist'][:] = 1e10
   slots = _slots(m) if ncon else {}
   used: dict[tuple[int, int], int] = {}
-  where = np.full(md.ncon, -1)
+  full = np.full(md.ncon, -1)
   for i in range(md.ncon):
     c = md.contact[i]
     key = (int(c.geom[0]), int(c.geom[1]))
@@ -238,7 +238,21 @@ def inject(m: Model, d: types.Data, md: mujoco.MjData) -> tuple[types.Data, np.n
     k = used.get(key, 0)
     assert k < n, f'MuJoCo has more contacts for geoms {key} than jaxsim slots ({n})'
     used[key] = k + 1
-    s = where[i] = first + k
+    full[i] = first + k
+  where = full.copy()
+  b = driver.budget(m) if ncon else None
+  if b is not None and b.capped:
+    # a capped budget (<size nconmax>) holds each condim class's contacts in collider-slot order
+    base = 0
+    for _, ids, k in b.classes:
+      mine = np.flatnonzero(np.isin(full, ids))
+      assert len(mine) <= k, 'more MuJoCo contacts than the budget'
+      where[mine[np.argsort(full[mine])]] = base + np.arange(len(mine))
+      base += k
+  for i in range(md.ncon):
+    c = md.contact[i]
+    key = (int(c.geom[0]), int(c.geom[1]))
+    s = where[i]
     f['dist'][s], f['pos'][s], f['frame'][s] = c.dist, c.pos, c.frame.reshape(3, 3)
     f['friction'][s], f['solref'][s], f['solimp'][s] = c.friction, c.solref, c.solimp
     f['solreffriction'][s], f['includemargin'][s] = c.solreffriction, c.includemargin

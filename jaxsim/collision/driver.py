@@ -9,8 +9,10 @@ Contact budget: most candidate pairs never touch at the same time, so the slots 
 compacted into `ncon_max(m)` slots (like MJX's and MuJoCo Warp's nconmax), per condim so that
 each slot keeps a static number of constraint rows: the active contacts of a condim class keep
 their slot order, and when there are more than the class has slots the deepest are kept and
-Data.warning[mjWARN_CONTACTFULL] counts the overflow. The budget is MJCF <size nconmax>,
-`with_ncon_max`, or by default an estimate of the contacts the model can have at once (`budget`).
+Data.warning[mjWARN_CONTACTFULL] counts the overflow. The budget is asked for by MJCF
+<size nconmax> (as in MuJoCo, where it sizes the contact arena) or `with_ncon_max` (a number, or
+an estimate of the contacts the model can have at once); without one, every collider slot is a
+Data.contact slot. MuJoCo's nconmax bounds all contacts together; here it bounds each condim class.
 """
 
 from __future__ import annotations
@@ -186,19 +188,15 @@ class Budget(NamedTuple):
   classes: tuple[tuple[int, np.ndarray, int], ...]
 
 
-def _capping_supported() -> bool:
-  """Whether the constraint rows read contact geoms from Data (slots not tied to one pair)."""
-  from jaxsim import constraint
-
-  return bool(getattr(constraint, 'CONTACT_SLOTS_DYNAMIC', False))
-
-
 def _requested(m: Model) -> int | None:
-  """The budget asked for: with_ncon_max, else MJCF <size nconmax>; None: the default estimate."""
-  n = m.collision_pairs.get('nconmax') if 'collision_pairs' in m.fields() else None
-  if n is None and 'size' in m.fields() and isinstance(m.size, dict):
-    n = m.size.get('nconmax')
-  return None if n is None else int(n)
+  """The budget asked for: with_ncon_max, else MJCF <size nconmax>; -1: none (every slot),
+  None: the default estimate (with_ncon_max(m, None))."""
+  cp = m.collision_pairs if 'collision_pairs' in m.fields() else {}
+  if 'nconmax' in cp:
+    n = cp['nconmax']
+    return None if n is None else int(n)
+  n = m.size.get('nconmax') if 'size' in m.fields() and isinstance(m.size, dict) else None
+  return -1 if n is None or int(n) <= 0 else int(n)
 
 
 def _default_budget(g1: np.ndarray, g2: np.ndarray, nslot: np.ndarray) -> int:
@@ -241,7 +239,7 @@ def budget(m: Model) -> Budget:
     else:
       k = len(ids)
     classes.append((int(c), ids, min(len(ids), k)))
-  capped = any(k < len(ids) for _, ids, k in classes) and _capping_supported()
+  capped = any(k < len(ids) for _, ids, k in classes)
   if not capped:
     return Budget(nfull, nfull, False, dim_full, ())
   dim = np.concatenate([np.full(k, c, np.int32) for c, _, k in classes])

@@ -1,0 +1,86 @@
+"""Contact budget (<size nconmax>, driver.with_ncon_max): capped Data.contact slots.
+
+Within the budget, the capped slots give MuJoCo's contacts, rows and accelerations; beyond it the
+deepest contacts are kept and Data.warning counts the overflow (mjWARN_CONTACTFULL). MuJoCo 4
+grows its contact arena instead, so only the first case is compared with it.
+"""
+
+from __future__ import annotations
+
+import jax
+import mujoco
+import numpy as np
+
+import jaxsim
+from jaxsim.collision import driver
+from tests import oracle
+
+CONTACTFULL = int(mujoco.mjtWarning.mjWARN_CONTACTFULL)
+
+# four spheres on a plane at different depths, and a box with 4 contact slots on it; heights are
+# set per test
+SCENE = """
+<mujoco>
+  <size nconmax="{nconmax}"/>
+  <worldbody>
+    <geom type="plane" size="5 5 .1"/>
+    <body pos="0 0 {z0}"><freejoint/><geom size=".1"/></body>
+    <body pos=".5 0 {z1}"><freejoint/><geom size=".1"/></body>
+    <body pos="1 0 {z2}"><freejoint/><geom size=".1"/></body>
+    <body pos="1.5 0 {z3}"><freejoint/><geom size=".1"/></body>
+    <body pos="0 1 .2" euler="0 0 30"><freejoint/><geom type="box" size=".1 .1 .1"/></body>
+  </worldbody>
+</mujoco>
+"""
+
+
+def _forward(xml):
+  m = jaxsim.load_string(xml)
+  d = jax.jit(jaxsim.forward)(m, jaxsim.make_data(m))
+  mj = mujoco.MjModel.from_xml_string(xml)
+  md = mujoco.MjData(mj)
+  mujoco.mj_forward(mj, md)
+  return m, d, mj, md
+
+
+def test_capped_slots_within_budget_match_mujoco():
+  """Three touching spheres, a budget of three slots (of eight collider slots): MuJoCo's physics."""
+  xml = SCENE.format(nconmax=3, z0=0.09, z1=0.08, z2=0.5, z3=0.07)
+  m, d, mj, md = _forward(xml)
+  b = driver.budget(m)
+  assert b.capped and b.ncon < b.nfull, (b.ncon, b.nfull)
+  assert int(d.ncon) == md.ncon == 3
+  assert int(d.warning[CONTACTFULL]) == 0
+  active = np.asarray(d.contact.active)
+  ours = sorted(zip(np.asarray(d.contact.geom1)[active], np.asarray(d.contact.dist)[active]))
+  theirs = sorted(zip(md.contact.geom1[: md.ncon], md.contact.dist[: md.ncon]))
+  np.testing.assert_array_equal([g for g, _ in ours], [g for g, _ in theirs])
+  np.testing.assert_allclose([x for _, x in ours], [x for _, x in theirs], rtol=0, atol=1e-12)
+  oracle.assert_close('qacc', d.qacc, md.qacc, rtol=1e-6)
+  oracle.assert_close(
+    'efc_force', np.asarray(d.efc_force)[np.asarray(d.efc_active)], md.efc_force, rtol=1e-6
+  )
+
+
+def test_overflow_keeps_the_deepest_and_counts():
+  """Four touching spheres, two slots: the two deepest stay, in slot order; one warning."""
+  xml = SCENE.format(nconmax=2, z0=0.09, z1=0.08, z2=0.095, z3=0.07)
+  m, d, mj, md = _forward(xml)
+  assert md.ncon == 4  # MuJoCo itself keeps them all
+  active = np.asarray(d.contact.active)
+  assert int(d.ncon) == 2
+  np.testing.assert_array_equal(np.asarray(d.contact.geom2)[active], [2, 4])
+  np.testing.assert_allclose(np.asarray(d.contact.dist)[active], [-0.02, -0.03], atol=1e-12)
+  assert int(d.warning[CONTACTFULL]) == 1
+  assert np.all(np.isfinite(np.asarray(d.qacc)))
+  # the kept spheres are held up, the dropped ones fall freely
+  qacc_z = np.asarray(d.qacc)[2::6][:4]
+  assert qacc_z[1] > 0 and qacc_z[3] > 0
+  np.testing.assert_allclose(qacc_z[[0, 2]], -9.81, rtol=1e-12)
+
+
+def test_without_nconmax_every_slot_is_kept():
+  xml = SCENE.replace('<size nconmax="{nconmax}"/>', '').format(z0=0.09, z1=0.08, z2=0.095, z3=0.07)
+  m = jaxsim.load_string(xml)
+  b = driver.budget(m)
+  assert not b.capped and b.ncon == b.nfull
