@@ -82,7 +82,7 @@ POS, VEL, ACC = 1, 2, 3  # mjtStage
 REAL, POSITIVE = 0, 1  # mjtDataType (axis and quaternion data have no cutoff)
 OBJ_BODY, OBJ_XBODY, OBJ_GEOM, OBJ_SITE, OBJ_CAMERA = 1, 2, 5, 6, 7  # mjtObj
 TRN_TENDON = 3  # mjTRN_TENDON
-CAM_FIXED = 0  # mjCAMLIGHT_FIXED
+CAM_FIXED, CAM_TRACK, CAM_TRACKCOM, CAM_TARGETBODY, CAM_TARGETBODYCOM = range(5)  # mjtCamLight
 
 # types whose values need rne_post (mj_rnePostConstraint) or mj_subtreeVel first
 _NEED_RNE_POST = (S.ACCELEROMETER, S.FORCE, S.TORQUE, S.FRAMELINACC, S.FRAMEANGACC, S.USER)
@@ -114,10 +114,12 @@ def unsupported(m: Model) -> list[str]:
     ]
   )
   mode = np.asarray(m.cam_mode)[cam] if cam.size else cam
-  for c in np.unique(cam[mode != CAM_FIXED]):
+  # tracking and targeting cameras need the qpos0 offsets set_const computes
+  moving = cam[mode != CAM_FIXED] if 'cam_mat0' not in m.fields() else cam[:0]
+  for c in np.unique(moving):
     out.append(
       f'sensors on camera {int(c)}, which tracks or targets a body (camera mode '
-      f'{int(np.asarray(m.cam_mode)[c])}); only fixed cameras are supported'
+      f'{int(np.asarray(m.cam_mode)[c])}), and the Model lacks cam_pos0, cam_poscom0, cam_mat0'
     )
   if (stype == S.CAMPROJECTION).any() and not set(_CAM_FIELDS) <= set(m.fields()):
     out.append(
@@ -137,11 +139,37 @@ def check_supported(m: Model) -> None:
 
 
 def _cam_frames(m: Model, d: Data):
-  """cam_xpos (ncam, 3), cam_xmat (ncam, 3, 3), quat (ncam, 4) of fixed cameras (mj_camlight)."""
+  """cam_xpos (ncam, 3), cam_xmat (ncam, 3, 3) as mj_camlight, and the quat frame sensors read.
+
+  Tracking cameras keep their qpos0 orientation (cam_mat0) at an offset from the body or its
+  subtree com; targeting cameras look at their target body (or its subtree com). The quat is
+  always the body's quat times cam_quat, as MuJoCo's frame sensors compute it.
+  """
   body = np.asarray(m.cam_bodyid)
   quat = math.quat_mul(d.xquat[body], m.cam_quat)
   pos = d.xpos[body] + jnp.einsum('nij,nj->ni', d.xmat[body], m.cam_pos)
-  return pos, math.quat_to_mat(quat), quat
+  mat = math.quat_to_mat(quat)
+  mode = np.asarray(m.cam_mode)
+  if not (mode != CAM_FIXED).any():
+    return pos, mat, quat
+  target = np.asarray(m.cam_targetbodyid)
+  mat0 = jnp.reshape(m.cam_mat0, (-1, 3, 3))
+  track = (mode == CAM_TRACK)[:, None]
+  trackcom = (mode == CAM_TRACKCOM)[:, None]
+  pos_t = jnp.where(track, d.xpos[body] + m.cam_pos0, d.subtree_com[body] + m.cam_poscom0)
+  tracking = track | trackcom
+  pos = jnp.where(tracking, pos_t, pos)
+  mat = jnp.where(tracking[:, :, None], mat0, mat)
+  aim = np.isin(mode, (CAM_TARGETBODY, CAM_TARGETBODYCOM)) & (target >= 0)
+  if aim.any():
+    tb = np.maximum(target, 0)
+    look = jnp.where((mode == CAM_TARGETBODY)[:, None], d.xpos[tb], d.subtree_com[tb])
+    z, _ = jax.vmap(math.normalize3)(pos - look)
+    up = jnp.broadcast_to(jnp.array([0.0, 0.0, 1.0], pos.dtype), z.shape)
+    x, _ = jax.vmap(math.normalize3)(jnp.cross(up, z))
+    y, _ = jax.vmap(math.normalize3)(jnp.cross(z, x))
+    mat = jnp.where(aim[:, None, None], jnp.stack([x, y, z], axis=-1), mat)
+  return pos, mat, quat
 
 
 def _obj_body(m: Model, objtype: np.ndarray, objid: np.ndarray) -> np.ndarray:

@@ -216,6 +216,30 @@ def _statistics(m: Model, d: Data, qm: np.ndarray, user: dict[str, Any]) -> dict
   return {'stat': stat, 'dof_length': dof_length}
 
 
+def _camera0(m: Model, d) -> dict[str, np.ndarray]:
+  """cam_pos0, cam_poscom0 (ncam, 3), cam_mat0 (ncam, 9): camera offsets at qpos0 (setConst)."""
+  body, target = np.asarray(m.cam_bodyid), np.asarray(m.cam_targetbodyid)
+  xpos, xmat = np.asarray(d.xpos), np.asarray(d.xmat)
+  quat = np.asarray(m.cam_quat)
+  w, x, y, z = quat.T
+  # cam_quat as a rotation matrix (rows), then composed with the body's frame (mj_local2Global)
+  local = np.stack(
+    [
+      [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+      [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+      [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
+    ]
+  ).transpose(2, 0, 1)
+  cam_xpos = xpos[body] + np.einsum('nij,nj->ni', xmat[body], np.asarray(m.cam_pos))
+  cam_xmat = np.einsum('nij,njk->nik', xmat[body], local)
+  com = np.asarray(d.subtree_com)[np.where(target >= 0, target, body)]
+  return {
+    'cam_pos0': cam_xpos - xpos[body],
+    'cam_poscom0': cam_xpos - com,
+    'cam_mat0': cam_xmat.reshape(-1, 9),
+  }
+
+
 def set_const(compiled: dict[str, Any]) -> dict[str, Any]:
   """Every qpos0-dependent constant (mj_setConst + AutoSpringDamper), as float64 NumPy arrays.
 
@@ -264,6 +288,7 @@ def set_const(compiled: dict[str, Any]) -> dict[str, Any]:
         ds = at(m64.qpos_spring)
         ls[unset] = np.asarray(ds.ten_length)[unset, None]
       fields['tendon_lengthspring'] = ls
+    fields.update(_camera0(m64, d))
     stiffness, damping = _springdamper(m64, dof_iw)
     fields['jnt_stiffness'] = stiffness
     fields['dof_damping'] = damping

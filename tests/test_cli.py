@@ -19,16 +19,17 @@ def test_info_prints_counts_and_unsupported_features(tmp_path):
   assert r.returncode == 0, r.stderr
   assert 'nq=30' in r.stdout and 'nv=28' in r.stdout
   assert 'not yet simulated by jaxsim: none' in r.stdout  # height fields, sensors: all simulated
-  # a sensor on a tracking camera needs mj_camlight's reference poses: named
-  xml = tmp_path / 'track.xml'
+  # a user sensor needs a callback jaxsim does not have: named (a tracking camera is simulated)
+  xml = tmp_path / 'user.xml'
   xml.write_text(
     '<mujoco><worldbody><body name="b"><freejoint/><geom size=".1"/>'
     '<camera name="c" mode="track"/></body></worldbody>'
-    '<sensor><framepos objtype="camera" objname="c"/></sensor></mujoco>'
+    '<sensor><framepos objtype="camera" objname="c"/><user dim="1"/></sensor></mujoco>'
   )
   r = _run('info', str(xml))
   assert r.returncode == 0, r.stderr
-  assert 'not yet simulated by jaxsim:\n' in r.stdout and 'tracks or targets a body' in r.stdout
+  assert 'not yet simulated by jaxsim:\n  - user sensors' in r.stdout, r.stdout
+  assert 'camera' not in r.stdout.split('not yet simulated')[1]
 
 
 def test_simulate_writes_trajectory(tmp_path):

@@ -31,7 +31,8 @@ FIELDS = (
   'geom_contype geom_conaffinity geom_condim geom_margin geom_gap geom_solref geom_solimp '
   'geom_solmix geom_rbound geom_rgba '
   'site_type site_bodyid site_size site_pos '
-  'cam_bodyid cam_mode cam_pos cam_fovy cam_resolution cam_sensorsize cam_intrinsic '
+  'cam_bodyid cam_mode cam_targetbodyid cam_pos cam_fovy cam_resolution cam_sensorsize '
+  'cam_intrinsic '
   'actuator_trntype actuator_dyntype actuator_gaintype actuator_biastype actuator_trnid '
   'actuator_actadr actuator_actnum actuator_group actuator_ctrllimited actuator_forcelimited '
   'actuator_actlimited actuator_actearly actuator_dynprm actuator_gainprm actuator_biasprm '
@@ -114,7 +115,7 @@ def test_body_inertia(pair):
 # Constants mj_setConst computes by running the dynamics at qpos0 (jaxsim/setconst.py).
 SETCONST = (
   'dof_M0 body_invweight0 dof_invweight0 tendon_invweight0 tendon_length0 tendon_lengthspring '
-  'actuator_length0 actuator_acc0 eq_data dof_length'
+  'actuator_length0 actuator_acc0 eq_data dof_length cam_pos0 cam_poscom0 cam_mat0'
 ).split()
 STATISTICS = 'meaninertia meanmass meansize extent center'.split()
 

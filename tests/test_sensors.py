@@ -289,16 +289,49 @@ def test_camprojection_and_camera_frames():
     oracle.assert_close('sensordata', d.sensordata, md.sensordata, 1e-6, 1e-10)
 
 
-def test_tracking_camera_sensors_are_refused():
-  """Cameras that track or target a body need mj_camlight's reference poses: named, not zeroed."""
-  xml = """
-  <mujoco>
-    <worldbody>
-      <body name="b"><freejoint/><geom size=".1"/><camera name="c" mode="track"/></body>
-    </worldbody>
-    <sensor><framepos objtype="camera" objname="c"/></sensor>
-  </mujoco>
-  """
-  m = jaxsim.load_string(xml)
-  with pytest.raises(NotImplementedError, match='camera 0.*fixed cameras'):
-    jaxsim.forward(m, jaxsim.make_data(m))
+TRACKING_XML = """
+<mujoco>
+  <worldbody>
+    <body name="b" pos="0 0 1">
+      <freejoint/>
+      <geom size=".1"/>
+      <site name="s" pos=".1 0 0"/>
+      <camera name="track" mode="track" pos="0 -1 .5" xyaxes="1 0 0 0 .5 1"/>
+      <camera name="trackcom" mode="trackcom" pos="0 -1 .5" xyaxes="1 0 0 0 .5 1"
+              resolution="64 48"/>
+      <body name="arm" pos=".2 0 0">
+        <joint type="hinge" axis="0 1 0"/>
+        <geom type="capsule" size=".03" fromto="0 0 0 .3 0 0"/>
+      </body>
+    </body>
+    <camera name="target" mode="targetbody" target="b" pos="1 1 2"/>
+    <camera name="targetcom" mode="targetbodycom" target="b" pos="-1 1 2"/>
+  </worldbody>
+  <sensor>
+    <framepos objtype="camera" objname="track"/>
+    <framexaxis objtype="camera" objname="trackcom"/>
+    <framezaxis objtype="camera" objname="target"/>
+    <frameyaxis objtype="camera" objname="targetcom"/>
+    <framequat objtype="camera" objname="track"/>
+    <framepos objtype="site" objname="s" reftype="camera" refname="targetcom"/>
+    <framelinvel objtype="camera" objname="trackcom"/>
+    <camprojection site="s" camera="trackcom"/>
+  </sensor>
+</mujoco>
+"""
+
+
+def test_tracking_and_targeting_cameras():
+  """Cameras in every mj_camlight mode (track, trackcom, targetbody, targetbodycom) as sensor
+  objects, references and camprojection lenses, at random states, against MuJoCo."""
+  m = jaxsim.load_string(TRACKING_XML)
+  mj = mujoco.MjModel.from_xml_string(TRACKING_XML)
+  for f in ('cam_targetbodyid', 'cam_pos0', 'cam_poscom0', 'cam_mat0'):
+    oracle.assert_close(f, np.asarray(getattr(m, f)), getattr(mj, f), rtol=1e-12, atol=1e-12)
+  fn = jax.jit(jaxsim.forward)
+  rng = np.random.default_rng(5)
+  for _ in range(3):
+    state = oracle.random_state(mj, rng)
+    d = fn(m, oracle.jx_data(m, *state))
+    md = oracle.mj_data(mj, *state)
+    oracle.assert_close('sensordata', d.sensordata, md.sensordata, 1e-9, 1e-10)

@@ -110,7 +110,7 @@ def _vget(v: Verts, i) -> Verts:
 
 
 def _vset(v: Verts, i, w: Verts) -> Verts:
-  return jax.tree_util.tree_map(lambda x, y: x.at[i].set(y), v, w)
+  return jax.tree_util.tree_map(lambda x, y: x.at[i].set(y.astype(x.dtype)), v, w)
 
 
 def _vstack(vs: list[Verts]) -> Verts:

@@ -550,8 +550,9 @@ class _Compiler:
             raise layer.error('missing required attribute', attribute=req)
         self.lookup('texture', layer, 'texture', a['texture'])
     for c in self.cameras:
+      c['targetbody'] = -1
       if c.get('target'):
-        self.lookup('body', c['elem'], 'target', c['target'])
+        c['targetbody'] = self.lookup('body', c['elem'], 'target', c['target'])
     for lt in self.lights:
       if lt.get('target'):
         self.lookup('body', lt['elem'], 'target', lt['target'])
@@ -1318,6 +1319,7 @@ class _Compiler:
     # cameras and lights (kept for rendering)
     out['cam_bodyid'] = np.array([c['body'] for c in self.cameras], dtype=int)
     out['cam_mode'] = np.array([c['mode'] for c in self.cameras], dtype=int)
+    out['cam_targetbodyid'] = np.array([c.get('targetbody', -1) for c in self.cameras], dtype=int)
     out['cam_pos'] = _rows([c['pos_c'] for c in self.cameras], 3)
     out['cam_quat'] = _rows([c['quat_c'] for c in self.cameras], 4)
     lens = [_camera_lens(c, self.znear) for c in self.cameras]
