@@ -569,19 +569,7 @@ def test_linesearch_polynomials(cone):
   md = features_state(mj, 0)
   m, d, layout, real = problem(mj, md)
   r = solver._rows(layout)
-  p = solver._Problem(
-    J=d.efc_J,
-    D=jnp.where(d.efc_active, d.efc_D, 0.0),
-    R=d.efc_R,
-    floss=d.efc_frictionloss,
-    aref=d.efc_aref,
-    active=d.efc_active,
-    mu=d.contact.mu[r.con],
-    fric=d.contact.friction[r.con, :5] * r.tmask,
-    M=d.qM,
-    qfrc_smooth=d.qfrc_smooth,
-    qacc_smooth=d.qacc_smooth,
-  )
+  p = solver.problem(d, r)
   rng = np.random.default_rng(1)
   qacc = jnp.asarray(md.qacc)
   search = jnp.asarray(rng.normal(size=mj.nv)) * jnp.abs(qacc).max()
