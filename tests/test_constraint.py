@@ -214,10 +214,9 @@ def _slots(m: Model) -> dict[tuple[int, int], tuple[int, int]]:
   """(geom1, geom2) -> (first slot, number of slots) of every candidate pair."""
   out, base = {}, 0
   for grp in driver.groups(m):
-    n = grp['ncon']
-    for k, (g1, g2) in enumerate(zip(grp['geom1'], grp['geom2'], strict=True)):
-      out[(int(g1), int(g2))] = (base + k * n, n)
-    base += len(grp['geom1']) * n
+    for g1, g2, n in zip(grp['geom1'], grp['geom2'], grp['nslot'], strict=True):
+      out[(int(g1), int(g2))] = (base, int(n))
+      base += int(n)
   return out
 
 
@@ -426,7 +425,7 @@ def test_condim_as_driver():
   def params():
     for g in driver.groups(m):
       dim = driver._contact_params(m, g['geom1'], g['geom2'], g['ipair'])['dim']
-      dims.append(np.repeat(np.asarray(dim), g['ncon']))
+      dims.append(np.repeat(np.asarray(dim), g['nslot']))
     return 0
 
   jax.eval_shape(params)  # traced, not run: dim is static

@@ -719,28 +719,29 @@ class _Ccd(NamedTuple):
   nsimplex: jax.Array  # its vertex count (0: multi-contact is not attempted)
 
 
-def _penetration(
-  g1: GeomInfo, g2: GeomInfo, t1, t2, margin: jax.Array, kmax: int, tol: jax.Array
-) -> _Ccd:
-  """mjc_ccd with dist_cutoff 0 (penetration only): one contact and its simplex."""
-  discrete = jnp.asarray(_isin(t1, (_B, _M)) & _isin(t2, (_B, _M))) & (margin == 0)
-  o1, o2 = _obj(g1, t1, margin), _obj(g2, t2, margin)
-  nv, nf = 5 + kmax, 6 * kmax
+class _Cores(NamedTuple):
+  """mjc_ccd's first stage: GJK on the inflated geoms, and the answer from their cores."""
 
-  g = _gjk(o1, o2, kmax, tol, discrete, False, jnp.array(0.0))
-  run_epa = (g.dist <= tol) & (g.nsimplex > 1) & ~g.separated
-  pt, ok = _polytope(o1, o2, g, nv, nf)
-  pt, face, found = _epa(o1, o2, pt, kmax, tol, discrete)
-  face = jnp.maximum(face, 0)
-  x1, x2, dist = _epa_witness(pt, face)
-  epa_ok = run_epa & ok & found & (dist < 0)
-  tri = _vget(pt.verts, pt.fverts[face])
-  res = _Ccd(epa_ok, dist, x1, x2, tri, jnp.where(epa_ok, 3, 0))
+  g: _Gjk | None  # GJK on the margin-inflated geoms (EPA's start; None: left to EPA's stage)
+  use: jax.Array  # bool: the cores are apart, `shallow` is the answer
+  need: jax.Array  # bool: EPA decides (GJK found the inflated geoms overlapping, cores or not)
+  shallow: _Ccd
+
+
+def _penetration_gjk(
+  g1: GeomInfo, g2: GeomInfo, t1, t2, margin: jax.Array, kmax: int, tol: jax.Array
+) -> _Cores:
+  """GJK of mjc_ccd (dist_cutoff 0): whether EPA is needed, and the contact when it is not."""
+  round1, round2 = _isin(t1, (_S, _C)), _isin(t2, (_S, _C))
+  g = None
+  if (round1 | round2) is not True:
+    discrete = jnp.asarray(_isin(t1, (_B, _M)) & _isin(t2, (_B, _M))) & (margin == 0)
+    o1, o2 = _obj(g1, t1, margin), _obj(g2, t2, margin)
+    g = _gjk(o1, o2, kmax, tol, discrete, False, jnp.array(0.0))
 
   # MuJoCo 4 first runs GJK distance on the bare geoms (spheres and capsules shrunk to a point
   # and a segment, margins removed) and inflates its witness points; only when those cores
   # overlap does it fall back to GJK + EPA on the full, margin-inflated geoms
-  round1, round2 = _isin(t1, (_S, _C)), _isin(t2, (_S, _C))
   shrink = jnp.asarray(round1 | round2) | (margin > 0)
   fm1 = jnp.where(round1, g1.size[0], 0.0) + 0.5 * margin
   fm2 = jnp.where(round2, g2.size[0], 0.0) + 0.5 * margin
@@ -749,19 +750,55 @@ def _penetration(
   bare = jnp.asarray(_isin(t1, (_B, _M)) & _isin(t2, (_B, _M)))
   gd = _gjk(c1, c2, kmax, tol, bare, True, fm1 + fm2)
   n = _normalize3(gd.x2 - gd.x1)
-  x1 = gd.x1 + fm1 * n
-  x2 = gd.x2 - fm2 * n
   dist = gd.dist - (fm1 + fm2)
   use = shrink & (gd.dist > tol)
-  simplex = jax.tree_util.tree_map(lambda a, b: jnp.where(use, a[:3], b), gd.simplex, res.simplex)
-  return _Ccd(
-    jnp.where(use, dist < 0, res.ok),
-    jnp.where(use, dist, res.dist),
-    jnp.where(use, x1, res.x1),
-    jnp.where(use, x2, res.x2),
-    simplex,
-    jnp.where(use, jnp.where(dist < 0, gd.nsimplex, 0), res.nsimplex),
+  shallow = _Ccd(
+    dist < 0,
+    dist,
+    gd.x1 + fm1 * n,
+    gd.x2 - fm2 * n,
+    jax.tree_util.tree_map(lambda a: a[:3], gd.simplex),
+    jnp.where(dist < 0, gd.nsimplex, 0),
   )
+  if g is None:
+    # a sphere or capsule always goes to its core first: GJK on the inflated geoms only
+    # matters where the cores overlap, and runs there with EPA
+    return _Cores(None, use, ~use, shallow)
+  run_epa = (g.dist <= tol) & (g.nsimplex > 1) & ~g.separated
+  return _Cores(g, use, run_epa & ~use, shallow)
+
+
+def _penetration_epa(
+  g1: GeomInfo, g2: GeomInfo, t1, t2, margin: jax.Array, kmax: int, tol: jax.Array, g
+) -> _Ccd:
+  """EPA of mjc_ccd from GJK's simplex g (None: run GJK first): the penetration of the
+  margin-inflated geoms."""
+  discrete = jnp.asarray(_isin(t1, (_B, _M)) & _isin(t2, (_B, _M))) & (margin == 0)
+  o1, o2 = _obj(g1, t1, margin), _obj(g2, t2, margin)
+  if g is None:
+    g = _gjk(o1, o2, kmax, tol, discrete, False, jnp.array(0.0))
+  nv, nf = 5 + kmax, 6 * kmax
+  run_epa = (g.dist <= tol) & (g.nsimplex > 1) & ~g.separated
+  pt, ok = _polytope(o1, o2, g, nv, nf)
+  pt, face, found = _epa(o1, o2, pt, kmax, tol, discrete)
+  face = jnp.maximum(face, 0)
+  x1, x2, dist = _epa_witness(pt, face)
+  epa_ok = run_epa & ok & found & (dist < 0)
+  tri = _vget(pt.verts, pt.fverts[face])
+  return _Ccd(epa_ok, dist, x1, x2, tri, jnp.where(epa_ok, 3, 0))
+
+
+def _merge(c: _Cores, e: _Ccd) -> _Ccd:
+  """The cores' answer where they are apart, EPA's elsewhere."""
+  return jax.tree_util.tree_map(lambda a, b: jnp.where(c.use, a, b), c.shallow, e)
+
+
+def _penetration(
+  g1: GeomInfo, g2: GeomInfo, t1, t2, margin: jax.Array, kmax: int, tol: jax.Array
+) -> _Ccd:
+  """mjc_ccd with dist_cutoff 0 (penetration only): one contact and its simplex."""
+  c = _penetration_gjk(g1, g2, t1, t2, margin, kmax, tol)
+  return _merge(c, _penetration_epa(g1, g2, t1, t2, margin, kmax, tol, c.g))
 
 
 def _contact(c: _Ccd, margin: jax.Array):
@@ -1043,6 +1080,11 @@ def collide_convex(
   tol = jnp.asarray(ccd_tolerance)
   kmax = int(ccd_iterations)
   c0 = _penetration(g1, g2, t1, t2, margin, kmax, tol)
+  return _finish(g1, g2, t1, t2, c0, margin, ncon, static, poly1, poly2)
+
+
+def _finish(g1, g2, t1, t2, c0: _Ccd, margin, ncon: int, static: bool, poly1, poly2) -> Contacts:
+  """Contacts (ncon slots) of one pair from its penetration: mjc_Convex's multi-contact."""
   dist0, pos0, normal0 = _contact(c0, margin)
   if ncon == 1:
     return Contacts(dist0[None], pos0[None], make_frame(normal0)[None])
@@ -1065,3 +1107,68 @@ def collide_convex(
   dist = jnp.where(slot < jnp.where(multi, mc.count, 1), dist, NO_CONTACT)
   dist = jnp.where(c0.ok, dist, NO_CONTACT)
   return Contacts(dist, pos, make_frame(normal))
+
+
+def collide_convex_group(
+  g1: GeomInfo,
+  g2: GeomInfo,
+  margin: jax.Array,
+  *,
+  type1,
+  type2,
+  nepa: int,
+  ncon: int | None = None,
+  ccd_iterations: int = 35,
+  ccd_tolerance: jax.Array | float = 1e-6,
+  multiccd: bool = True,
+  poly1: sp.MeshPoly | None = None,
+  poly2: sp.MeshPoly | None = None,
+) -> tuple[Contacts, jax.Array]:
+  """collide_convex of n pairs (g1, g2, margin batched on axis 0), running EPA on at most nepa of
+  them: (Contacts (n, ncon), overflow).
+
+  type1, type2: static ints, or (n,) traced types (one program for pairs of any types; ncon,
+  static, then says how many slots the group's pairs need, 4 by default).
+
+  GJK tells which pairs need EPA (their margin-inflated geoms overlap and, for spheres and
+  capsules, their cores too), and EPA, which costs several times GJK, runs on those only, the
+  first nepa in pair order; more than nepa is an overflow (the rest get no contact).
+  """
+  static = isinstance(type1, (int, np.integer)) and isinstance(type2, (int, np.integer))
+  n = margin.shape[0]
+  if static:
+    t1, t2 = jnp.zeros(n, jnp.int32), jnp.zeros(n, jnp.int32)
+    ncon = CONVEX_PAIRS[(int(type1), int(type2))]
+  else:
+    t1, t2 = type1, type2
+    ncon = 4 if ncon is None else ncon
+  ncon = ncon if multiccd else 1
+  ty = (lambda a, b: (int(type1), int(type2))) if static else (lambda a, b: (a, b))  # noqa: E731
+  tol = jnp.asarray(ccd_tolerance)
+  kmax = int(ccd_iterations)
+
+  def gjk(a, b, mg, u1, u2):
+    return _penetration_gjk(a, b, *ty(u1, u2), mg, kmax, tol)
+
+  def epa(a, b, mg, g, u1, u2):
+    return _penetration_epa(a, b, *ty(u1, u2), mg, kmax, tol, g)
+
+  cores = jax.vmap(gjk)(g1, g2, margin, t1, t2)
+  overflow = jnp.array(False)
+  if nepa >= n:
+    e = jax.vmap(epa)(g1, g2, margin, cores.g, t1, t2)
+  else:
+    # lax.top_k keeps the lower index among equals: the first nepa pairs that need EPA
+    _, idx = jax.lax.top_k(cores.need.astype(jnp.int32), nepa)
+    overflow = jnp.sum(cores.need) > nepa
+    pick = lambda x: x[idx]  # noqa: E731
+    ek = jax.vmap(epa)(*jax.tree_util.tree_map(pick, (g1, g2, margin, cores.g, t1, t2)))
+    e = jax.tree_util.tree_map(
+      lambda x: jnp.zeros((n,) + x.shape[1:], x.dtype).at[idx].set(x, unique_indices=True), ek
+    )
+  c0 = jax.vmap(_merge)(cores, e)
+
+  def fin(a, b, c, mg, u1, u2):
+    return _finish(a, b, *ty(u1, u2), c, mg, ncon, static, poly1, poly2)
+
+  return jax.vmap(fin)(g1, g2, c0, margin, t1, t2), overflow

@@ -3,7 +3,9 @@
 Candidate pairs (pairs.py) are grouped by collider, and for meshes by mesh, for height fields by
 height field, at trace time; each group is one vmapped collider call that fills its pairs' slots.
 A slot holds a contact when its collider emitted one and the pair passed the bounding-sphere
-test. Contact parameters are mixed from the geoms (or taken from the <pair>) as mj_contactParam.
+test. Groups of many GJK/EPA pairs collide only the pairs nearest by their bounding spheres
+(broadphase.py). Contact parameters are mixed from the geoms (or taken from the <pair>) as
+mj_contactParam.
 
 Contact budget: most candidate pairs never touch at the same time, so the slots of all pairs are
 compacted into `ncon_max(m)` slots (like MJX's and MuJoCo Warp's nconmax), per condim so that
@@ -26,7 +28,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxsim import math
-from jaxsim.collision import hfield, primitive
+from jaxsim.collision import broadphase, hfield, primitive
 from jaxsim.collision import support as sp
 from jaxsim.collision.geom import NO_CONTACT, Contacts, GeomInfo, make_frame, mesh_graph_arrays
 from jaxsim.types import Data, DisableBit, EnableBit, GeomType, Model
@@ -103,9 +105,13 @@ def _windows(m: Model) -> np.ndarray:
 def groups(m: Model) -> list[dict[str, Any]]:
   """Static collider groups: candidate pairs sharing a collider (and mesh, and height field).
 
-  Each group: types (type2 -1: height-field pairs of several primitive types, traced), mesh
-  (mesh ids or -1), hfield (height field id or -1), fn, ncon (slots per pair), geom1, geom2,
-  ipair (arrays over the group's pairs), pairs (candidate indices).
+  Each group: types (-1 where the group mixes geom types: traced, from type1/type2), mesh
+  (mesh ids or -1), hfield (height field id or -1), convex (GJK/EPA pairs), fn, ncon (collider
+  slots per pair), nslot (contact slots of each pair, at most ncon), geom1, geom2, ipair, type1,
+  type2 (arrays over the group's pairs), pairs (candidate indices).
+
+  Every GJK/EPA pair of primitives is in one group, whatever its types: on a CPU the cost of
+  GJK and EPA loops is mostly per call, not per pair, and each group is a program to compile.
   """
   cand = m.collision_pairs
   gtype, dataid = np.asarray(m.geom_type), np.asarray(m.geom_dataid)
@@ -128,12 +134,27 @@ def groups(m: Model) -> list[dict[str, Any]]:
       m2 = m2 if m2 >= 0 else field_mesh.get(hid, -1)
       t2 = -1
     key = (t1, t2, m1, m2, hid)
+    if hid < 0 and m1 < 0 and m2 < 0 and _is_convex(t1, t2):
+      key = ('convex',)
     grp = out.setdefault(key, {'types': (t1, t2), 'mesh': (m1, m2), 'hfield': hid, 'pairs': []})
     grp['pairs'].append(k)
   result = []
+  multiccd = not m.opt.disableflags & DisableBit.MULTICCD
   for grp in out.values():
-    t1, t2 = grp['types']
     idx = np.asarray(grp['pairs'])
+    ty1 = gtype[np.asarray(cand['geom1'])[idx]]
+    ty2 = gtype[np.asarray(cand['geom2'])[idx]]
+    grp['convex'] = grp['hfield'] < 0 and _is_convex(*grp['types'])
+    if grp['convex'] and (len(np.unique(ty1)) > 1 or len(np.unique(ty2)) > 1):
+      from jaxsim.collision import convex
+
+      nslot = [convex.CONVEX_PAIRS[(a, b)] if multiccd else 1 for a, b in zip(ty1, ty2)]
+      grp.update(types=(-1, -1), fn=None, ncon=max(nslot), nslot=np.asarray(nslot))
+      grp.update(type1=ty1, type2=ty2, geom1=np.asarray(cand['geom1'])[idx])
+      grp.update(geom2=np.asarray(cand['geom2'])[idx], ipair=np.asarray(cand['ipair'])[idx])
+      result.append(grp)
+      continue
+    t1, t2 = grp['types']
     if grp['hfield'] >= 0:
       if windows is None:
         windows = _windows(m)
@@ -142,6 +163,7 @@ def groups(m: Model) -> list[dict[str, Any]]:
       grp['types'] = (t1, int(t2s[0]) if len(t2s) == 1 else -1)
       fn = functools.partial(hfield.collide_hfield, win=win, **_ccd_options(m))
       col = (fn, hfield.max_contacts(win))
+      grp['win'] = win
     else:
       col = _collider(t1, t2, m)
       if col is None:
@@ -149,6 +171,9 @@ def groups(m: Model) -> list[dict[str, Any]]:
     grp.update(
       fn=col[0],
       ncon=col[1],
+      nslot=np.full(len(idx), col[1]),
+      type1=ty1,
+      type2=ty2,
       geom1=np.asarray(cand['geom1'])[idx],
       geom2=np.asarray(cand['geom2'])[idx],
       ipair=np.asarray(cand['ipair'])[idx],
@@ -222,7 +247,7 @@ def budget(m: Model) -> Budget:
     z = np.zeros(0, np.int32)
     return Budget(0, 0, False, z, ())
   pdim = np.concatenate([_condim(m, g['geom1'], g['geom2'], g['ipair']) for g in grps])
-  nslot = np.concatenate([np.full(len(g['geom1']), g['ncon']) for g in grps])
+  nslot = np.concatenate([g['nslot'] for g in grps])
   g1 = np.concatenate([g['geom1'] for g in grps])
   g2 = np.concatenate([g['geom2'] for g in grps])
   dim_full = np.repeat(pdim, nslot).astype(np.int32)
@@ -266,8 +291,8 @@ def contact_slots(m: Model) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return neg, neg.copy(), b.dim
   g1, g2 = [], []
   for grp in groups(m):
-    g1.append(np.repeat(grp['geom1'], grp['ncon']))
-    g2.append(np.repeat(grp['geom2'], grp['ncon']))
+    g1.append(np.repeat(grp['geom1'], grp['nslot']))
+    g2.append(np.repeat(grp['geom2'], grp['nslot']))
   cat = lambda x: np.concatenate(x).astype(np.int32) if x else np.zeros(0, np.int32)  # noqa: E731
   return cat(g1), cat(g2), b.dim
 
@@ -280,6 +305,17 @@ def with_ncon_max(m: Model, n: int | None) -> Model:
   m = m.replace(collision_pairs={**m.collision_pairs, 'nconmax': n})
   m = m.replace(nconmax=ncon_max(m))
   return m.replace(nefcmax=constraint.layout(m).nefc)
+
+
+def with_max_geom_pairs(m: Model, n: int | None) -> Model:
+  """The model with n pairs per collider group through the collider each step (MJX's custom
+  numeric max_geom_pairs; -1: every pair, exactly MuJoCo's contacts at any state; None:
+  broadphase.limit's default)."""
+  cp = dict(m.collision_pairs)
+  cp.pop('max_geom_pairs', None)
+  if n is not None:
+    cp['max_geom_pairs'] = int(n)
+  return m.replace(collision_pairs=cp)
 
 
 # ------------------------------------------------------------------------------ parameters
@@ -424,23 +460,6 @@ def _contact_params(m: Model, g1: np.ndarray, g2: np.ndarray, ipair: np.ndarray)
   }
 
 
-def _sphere_cull(m: Model, d: Data, g1, g2, bound_margin) -> jax.Array:
-  """True where the pair passes MuJoCo's bounding-sphere test (mj_filterSphere)."""
-  rb1, rb2 = m.geom_rbound[g1], m.geom_rbound[g2]
-  p1, p2 = d.geom_xpos[g1], d.geom_xpos[g2]
-  dist2 = jnp.sum((p1 - p2) ** 2, axis=-1)
-  bound = rb1 + rb2 + bound_margin
-  both = (rb1 > 0) & (rb2 > 0)
-  ok = jnp.where(both, dist2 <= bound * bound, True)
-  # a plane against a bounded geom: distance of the geom's centre from the plane
-  plane1 = np.asarray(m.geom_type)[g1] == GeomType.PLANE
-  if plane1.any():
-    normal = d.geom_xmat[g1][:, :, 2]
-    pdist = jnp.sum((p2 - p1) * normal, axis=-1)
-    ok = jnp.where(plane1 & (rb2 > 0), pdist <= bound_margin + rb2, ok)
-  return ok
-
-
 # ------------------------------------------------------------------------------ collision
 
 _PAIR_FIELDS = ('includemargin', 'friction', 'solref', 'solreffriction', 'solimp')
@@ -482,6 +501,12 @@ def _compact(
   return out, overflow
 
 
+def _own(x: jax.Array, shape: tuple[int, ...], keep: np.ndarray | None) -> jax.Array:
+  """A group's collider slots, flattened to `shape`, restricted to its pairs' own (keep)."""
+  x = x.reshape(shape)
+  return x if keep is None else x[keep]
+
+
 def collision(m: Model, d: Data) -> Data:
   """Contacts of all candidate pairs in Data.contact's slots; `ncon` counts the active ones."""
   flags = m.opt.disableflags
@@ -493,41 +518,84 @@ def collision(m: Model, d: Data) -> Data:
   slot: dict[str, list] = {k: [] for k in ('dist', 'pos', 'frame', 'active')}
   pair: dict[str, list] = {k: [] for k in _PAIR_FIELDS + ('geom1', 'geom2', 'dim')}
   slot_pair, npair = [], 0
+  overflow = jnp.array(False)
+  requested = m.collision_pairs.get('max_geom_pairs')
   for grp in groups(m):
     g1, g2, ipair, n = grp['geom1'], grp['geom2'], grp['ipair'], grp['ncon']
     margin, gap = _margin_gap(m, g1, g2, ipair)
+    ok, sgap = broadphase.sphere_test(m, d, g1, g2, margin + gap)
     hid = grp['hfield']
-    info1 = _geom_info(m, d, g1, grp['mesh'][0])
-    info2 = _geom_info(m, d, g2, grp['mesh'][1], rbound=hid >= 0)
+    npg = len(g1)
+    k = broadphase.limit(g1, g2, grp['convex'], requested)
+    if k < npg:
+      idx, over = broadphase.select(ok, sgap, k)
+      overflow |= over
+      c1, c2, cm = jnp.asarray(g1)[idx], jnp.asarray(g2)[idx], (margin + gap)[idx]
+    else:
+      idx, c1, c2, cm = None, g1, g2, margin + gap
+    info1 = _geom_info(m, d, c1, grp['mesh'][0])
+    info2 = _geom_info(m, d, c2, grp['mesh'][1], rbound=hid >= 0)
     if hid >= 0:
       hf, t2 = _hfield(m, hid), grp['types'][1]
-      if t2 >= 0:
-        fn = functools.partial(grp['fn'], hf=hf, gtype=t2)
-        c = jax.vmap(fn)(info1, info2, margin + gap)
-      else:
-        types = jnp.asarray(np.asarray(m.geom_type)[g2])
-        c = jax.vmap(grp['fn'], in_axes=(0, 0, 0, None, 0))(info1, info2, margin + gap, hf, types)
+      if t2 < 0:
+        t2 = jnp.asarray(np.asarray(m.geom_type)[g2])
+        t2 = t2 if idx is None else t2[idx]
+      win = grp['win']
+      nitems = broadphase.hfield_limit(k, 2 * win[0] * win[1], requested)
+      c, over = hfield.collide_hfield_group(
+        info1, info2, cm, hf, t2, win=win, nitems=nitems, **_ccd_options(m)
+      )
+      overflow |= over
     else:
-      fn = grp['fn']
-      poly1, poly2 = _mesh_poly(m, grp['mesh'][0]), _mesh_poly(m, grp['mesh'][1])
-      if _is_convex(*grp['types']) and (poly1 is not None or poly2 is not None):
+      if grp['convex']:
+        from jaxsim.collision import convex
+
+        opts = _ccd_options(m)
+        opts['multiccd'] = not m.opt.disableflags & DisableBit.MULTICCD
         # one mesh per side and group: its polygons are shared by every pair of the group
-        fn = functools.partial(fn, poly1=poly1, poly2=poly2)
-      c = jax.vmap(fn)(info1, info2, margin + gap)
-    ok = _sphere_cull(m, d, g1, g2, margin + gap)
+        poly1, poly2 = _mesh_poly(m, grp['mesh'][0]), _mesh_poly(m, grp['mesh'][1])
+        t1, t2 = grp['types']
+        if t1 < 0:
+          t1, t2 = jnp.asarray(grp['type1']), jnp.asarray(grp['type2'])
+          t1, t2 = (t1, t2) if idx is None else (t1[idx], t2[idx])
+        c, over = convex.collide_convex_group(
+          info1,
+          info2,
+          cm,
+          type1=t1,
+          type2=t2,
+          ncon=n,
+          poly1=poly1,
+          poly2=poly2,
+          nepa=broadphase.epa_limit(g1, g2, k, requested),
+          **opts,
+        )
+        overflow |= over
+      else:
+        c = jax.vmap(grp['fn'])(info1, info2, cm)
+    if idx is not None:
+      c = Contacts(
+        broadphase.scatter(c.dist, idx, npg, NO_CONTACT),
+        broadphase.scatter(c.pos, idx, npg, 0.0),
+        broadphase.scatter(c.frame, idx, npg, jnp.eye(3)),
+      )
     active = (c.dist < NO_CONTACT * 0.5) & ok[:, None]
     params = _contact_params(m, g1, g2, ipair)
-    slot['dist'].append(jnp.where(active, c.dist, NO_CONTACT).reshape(-1))
-    slot['pos'].append(c.pos.reshape(-1, 3))
-    slot['frame'].append(make_frame(c.frame[..., 0, :], c.frame[..., 1, :]).reshape(-1, 3, 3))
-    slot['active'].append(active.reshape(-1))
+    frame = make_frame(c.frame[..., 0, :], c.frame[..., 1, :])
+    # each pair's own slots (fewer than the group's where it mixes types)
+    keep = (np.arange(n)[None, :] < grp['nslot'][:, None]).reshape(-1)
+    keep = None if keep.all() else np.flatnonzero(keep)
+    slot['dist'].append(_own(jnp.where(active, c.dist, NO_CONTACT), (-1,), keep))
+    slot['pos'].append(_own(c.pos, (-1, 3), keep))
+    slot['frame'].append(_own(frame, (-1, 3, 3), keep))
+    slot['active'].append(_own(active, (-1,), keep))
     pair['includemargin'].append(margin)
     for k in ('friction', 'solref', 'solreffriction', 'solimp'):
       pair[k].append(params[k])
     pair['dim'].append(params['dim'])
     pair['geom1'].append(g1)
     pair['geom2'].append(g2)
-    slot_pair.append(np.repeat(np.arange(npair, npair + len(g1)), n))
+    slot_pair.append(np.repeat(np.arange(npair, npair + len(g1)), grp['nslot']))
     npair += len(g1)
   slots = {k: jnp.concatenate(v) for k, v in slot.items()}
   pairs_ = {k: jnp.concatenate(pair[k]) for k in _PAIR_FIELDS}
@@ -536,15 +604,16 @@ def collision(m: Model, d: Data) -> Data:
   slot_pair = np.concatenate(slot_pair)
   warning = d.warning
   if b.capped:
-    fields, overflow = _compact(b, slots, slot_pair, pairs_)
-    if warning.shape[0] > WARN_CONTACTFULL:
-      warning = warning.at[WARN_CONTACTFULL].add(overflow.astype(warning.dtype))
+    fields, full = _compact(b, slots, slot_pair, pairs_)
+    overflow |= full
   else:
     fields = dict(slots)
     for k in _PAIR_FIELDS:
       fields[k] = pairs_[k][slot_pair]
     for k in ('geom1', 'geom2', 'dim'):
       fields[k] = jnp.asarray(pairs_[k][slot_pair], dtype=jnp.int32)
+  if warning.shape[0] > WARN_CONTACTFULL:
+    warning = warning.at[WARN_CONTACTFULL].add(overflow.astype(warning.dtype))
   contact = d.contact.replace(
     geom=jnp.stack([fields['geom1'], fields['geom2']], axis=-1),
     efc_address=jnp.full(b.ncon, -1, jnp.int32),

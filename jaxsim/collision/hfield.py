@@ -126,30 +126,15 @@ def _penetration(
   )
 
 
-def collide_hfield(
-  h: GeomInfo,
-  g: GeomInfo,
-  margin: jax.Array,
-  hf: HField,
-  gtype,
-  *,
-  win: tuple[int, int],
-  ccd_iterations: int = 35,
-  ccd_tolerance: jax.Array | float = 1e-6,
-) -> Contacts:
-  """mjc_ConvexHField: contacts (max_contacts(win) slots) of a height field h and a convex geom g.
-
-  gtype is g's geom type (one of HFIELD_TYPES), static (a Python int: the function is specialised
-  to it) or traced (one compiled function for every type; meshes need g.vert); win (static) is
-  the sub-grid window (`window`), large enough for g's bounding radius plus the margin; g.rbound
-  is geom_rbound.
-  """
+def _prisms(
+  h: GeomInfo, g: GeomInfo, margin: jax.Array, hf: HField, gtype, win: tuple[int, int]
+) -> tuple[jax.Array, jax.Array, GeomInfo]:
+  """The prisms (P, 6, 3) of g's window in h's frame, which of them MuJoCo tests (P,), and g
+  in h's frame."""
   if isinstance(gtype, (int, np.integer)):
     gtype = int(gtype)
   nrow, ncol = hf.data.shape
   wr, wc = win
-  kmax = int(ccd_iterations)
-  tol = jnp.asarray(ccd_tolerance)
   margin = jnp.asarray(margin)
   s0, s1, s2, s3 = hf.size[0], hf.size[1], hf.size[2], hf.size[3]
 
@@ -219,14 +204,13 @@ def collide_hfield(
   valid = jnp.repeat(in_grid.reshape(-1), 2) & near & overlap
   # prism height test: the surface is below the geom
   valid &= jnp.any(top[:, :, 2] + margin >= lo[2], axis=1)
+  return prisms, valid, gl
 
-  hit, dist, x1, x2 = jax.vmap(lambda p: _penetration(p, gl, gtype, margin, kmax, tol))(prisms)
-  hit &= valid
+
+def _slots(h: GeomInfo, hit, dist, x1, x2, margin, nslot: int) -> Contacts:
+  """The first contacts in MuJoCo's (row, column, triangle) order, in nslot slots."""
   normal = jax.vmap(convex._normalize3)(x1 - x2) @ h.mat.T
   pos = (0.5 * (x1 + x2)) @ h.mat.T + h.pos
-
-  # the first contacts in MuJoCo's (row, column, triangle) order fill the slots
-  nslot = max_contacts(win)
   rank = jnp.cumsum(hit).astype(jnp.int32) - 1
   tgt = jnp.where(hit & (rank < nslot), rank, nslot)
   src = jnp.zeros(nslot, jnp.int32).at[tgt].set(jnp.arange(len(hit), dtype=jnp.int32), mode='drop')
@@ -234,3 +218,89 @@ def collide_hfield(
   return Contacts(
     jnp.where(used, margin + dist[src], NO_CONTACT), pos[src], make_frame(normal[src])
   )
+
+
+def _static_type(gtype):
+  return int(gtype) if isinstance(gtype, (int, np.integer)) else gtype
+
+
+def collide_hfield(
+  h: GeomInfo,
+  g: GeomInfo,
+  margin: jax.Array,
+  hf: HField,
+  gtype,
+  *,
+  win: tuple[int, int],
+  ccd_iterations: int = 35,
+  ccd_tolerance: jax.Array | float = 1e-6,
+) -> Contacts:
+  """mjc_ConvexHField: contacts (max_contacts(win) slots) of a height field h and a convex geom g.
+
+  gtype is g's geom type (one of HFIELD_TYPES), static (a Python int: the function is specialised
+  to it) or traced (one compiled function for every type; meshes need g.vert); win (static) is
+  the sub-grid window (`window`), large enough for g's bounding radius plus the margin; g.rbound
+  is geom_rbound.
+  """
+  gtype = _static_type(gtype)
+  kmax, tol, margin = int(ccd_iterations), jnp.asarray(ccd_tolerance), jnp.asarray(margin)
+  prisms, valid, gl = _prisms(h, g, margin, hf, gtype, win)
+  hit, dist, x1, x2 = jax.vmap(lambda p: _penetration(p, gl, gtype, margin, kmax, tol))(prisms)
+  return _slots(h, hit & valid, dist, x1, x2, margin, max_contacts(win))
+
+
+def collide_hfield_group(
+  h: GeomInfo,
+  g: GeomInfo,
+  margin: jax.Array,
+  hf: HField,
+  gtype,
+  *,
+  win: tuple[int, int],
+  nitems: int,
+  ccd_iterations: int = 35,
+  ccd_tolerance: jax.Array | float = 1e-6,
+) -> tuple[Contacts, jax.Array]:
+  """collide_hfield of n geoms (h, g, margin and a traced gtype batched on axis 0) against one
+  height field, running CCD on at most nitems prisms: (Contacts (n, max_contacts(win)), overflow).
+
+  Only the prisms MuJoCo tests (under the geom's bounding box, their surface above its lowest
+  point) go through GJK/EPA, the first nitems in (pair, row, column, triangle) order; more than
+  nitems is an overflow (the rest get no contact).
+  """
+  gtype = _static_type(gtype)
+  kmax, tol = int(ccd_iterations), jnp.asarray(ccd_tolerance)
+  n = margin.shape[0]
+  static = isinstance(gtype, int)
+  prisms, valid, gl = jax.vmap(
+    lambda a, b, mg, t: _prisms(a, b, mg, hf, gtype if static else t, win)
+  )(h, g, margin, jnp.zeros(n, jnp.int32) if static else gtype)
+  npr = prisms.shape[1]
+  flat = valid.reshape(-1)
+  overflow = jnp.array(False)
+  if nitems >= n * npr:
+    idx = jnp.arange(n * npr)
+  else:
+    # lax.top_k keeps the lower index among equals: the first nitems tested prisms
+    _, idx = jax.lax.top_k(flat.astype(jnp.int32), nitems)
+    overflow = jnp.sum(flat) > nitems
+  pair = idx // npr
+  types = jnp.zeros(n, jnp.int32) if static else gtype
+
+  def pen(p, k, t):
+    gk = jax.tree_util.tree_map(lambda x: x[k], gl)
+    return _penetration(p, gk, gtype if static else t, margin[k], kmax, tol)
+
+  res = jax.vmap(pen)(prisms.reshape(-1, 6, 3)[idx], pair, types[pair])
+
+  def back(x):
+    out = jnp.zeros((n * npr,) + x.shape[1:], x.dtype).at[idx].set(x, unique_indices=True)
+    return out.reshape((n, npr) + x.shape[1:])
+
+  hit, dist, x1, x2 = (back(x) for x in res)
+  hit &= valid
+  nslot = max_contacts(win)
+  c = jax.vmap(lambda a, ht, ds, p1, p2, mg: _slots(a, ht, ds, p1, p2, mg, nslot))(
+    h, hit, dist, x1, x2, margin
+  )
+  return c, overflow

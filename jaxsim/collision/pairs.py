@@ -40,7 +40,8 @@ def candidate_pairs(c: Mapping[str, Any]) -> dict[str, np.ndarray]:
   rules (different weld bodies, not both dof-less, not parent and child unless filterparent is
   disabled, body- and geom-level contype/conaffinity, not excluded, not overridden by a <pair>);
   window (n, 2): for height-field pairs the static sub-grid window (rows, columns of cells) that
-  holds geom2 at its compiled size (hfield.window), (0, 0) for other pairs.
+  holds geom2 at its compiled size (hfield.window), (0, 0) for other pairs; max_geom_pairs (int,
+  only when the model sets the custom numeric of that name, as for MJX): the broadphase limit.
   """
   gtype = np.asarray(c['geom_type'])
   gbody = np.asarray(c['geom_bodyid'])
@@ -92,7 +93,20 @@ def candidate_pairs(c: Mapping[str, Any]) -> dict[str, np.ndarray]:
   swap = gtype[g1] > gtype[g2]
   g1, g2 = np.where(swap, g2, g1), np.where(swap, g1, g2)
   window = hfield_windows(c, g1, g2, ipair)
-  return {'geom1': g1, 'geom2': g2, 'ipair': ipair, 'window': window}
+  out = {'geom1': g1, 'geom2': g2, 'ipair': ipair, 'window': window}
+  limit = _numeric(c, 'max_geom_pairs')
+  if limit is not None:
+    out['max_geom_pairs'] = int(limit)
+  return out
+
+
+def _numeric(c: Mapping[str, Any], name: str) -> float | None:
+  """The first value of the custom numeric `name` (MJX reads its options from these), or None."""
+  names = tuple(c.get('names', {}).get('numeric', ()))
+  if name not in names:
+    return None
+  k = names.index(name)
+  return float(np.asarray(c['numeric_data'])[int(np.asarray(c['numeric_adr'])[k])])
 
 
 # what hfield_windows reads from a compiled model (or a Model) besides opt
