@@ -1,0 +1,197 @@
+"""The broadphase inside jit (collision/broadphase.py): limits that change nothing until they
+overflow, and overflows that are counted.
+
+A pile of ellipsoids, cylinders and capsules has enough GJK/EPA pairs (in one group of mixed
+types) that the default pair and EPA limits are active; at random poses its contacts equal those
+of every pair collided (max_geom_pairs -1), and MuJoCo's. Limits set too low keep the nearest
+pairs (the first prisms, the first EPA pairs) and count the overflow in mjWARN_CONTACTFULL.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import mujoco
+import numpy as np
+import pytest
+
+import jaxsim
+from jaxsim import kinematics
+from jaxsim.collision import broadphase, convex, driver, hfield
+from jaxsim.collision.geom import NO_CONTACT, GeomInfo
+from jaxsim.types import GeomType
+
+CONTACTFULL = int(mujoco.mjtWarning.mjWARN_CONTACTFULL)
+SHAPES = (
+  'type="ellipsoid" size=".06 .05 .04"',
+  'type="cylinder" size=".05 .04"',
+  'type="capsule" size=".03 .05"',
+)
+NBODY = 24
+PILE = (
+  '<mujoco><worldbody><geom type="plane" size="2 2 .1"/>'
+  + ''.join(
+    f'<body pos="{i % 6 * 0.3} {i // 6 * 0.3} .3"><freejoint/><geom {SHAPES[i % 3]}/></body>'
+    for i in range(NBODY)
+  )
+  + '</worldbody></mujoco>'
+)
+
+
+def _poses(rng: np.random.Generator, n: int) -> np.ndarray:
+  """Random poses of the pile's bodies in a 0.45 m square, 0 to 0.15 m high: many overlap."""
+  q = np.zeros((n, 7 * NBODY))
+  for b in range(NBODY):
+    quat = rng.normal(size=(n, 4))
+    q[:, 7 * b : 7 * b + 2] = rng.uniform(0, 0.45, size=(n, 2))
+    q[:, 7 * b + 2] = rng.uniform(0.0, 0.15, size=n)
+    q[:, 7 * b + 3 : 7 * b + 7] = quat / np.linalg.norm(quat, axis=1, keepdims=True)
+  return q
+
+
+@pytest.fixture(scope='module')
+def pile():
+  m = jaxsim.load_string(PILE)
+
+  def contacts(m, qpos):
+    d = jaxsim.make_data(m).replace(qpos=qpos)
+    d = driver.collision(m, kinematics.kinematics(m, d))
+    return d.contact, d.warning[CONTACTFULL]
+
+  return m, contacts
+
+
+def _listed(con, i: int) -> list[tuple]:
+  """State i's active contacts as sorted (geom1, geom2, dist, pos, normal)."""
+  a = np.asarray(con.active[i])
+  rows = zip(
+    np.asarray(con.geom1[i])[a],
+    np.asarray(con.geom2[i])[a],
+    np.asarray(con.dist[i])[a],
+    np.asarray(con.pos[i])[a],
+    np.asarray(con.frame[i, :, 0])[a],
+    strict=True,
+  )
+  return sorted((int(g1), int(g2), float(d), tuple(p), tuple(n)) for g1, g2, d, p, n in rows)
+
+
+def _assert_same(mine: list[tuple], ref: list[tuple], atol: float, what: str):
+  assert [(a, b) for a, b, *_ in mine] == [(a, b) for a, b, *_ in ref], what
+  for x, y in zip(mine, ref, strict=True):
+    for k in (2, 3, 4):
+      np.testing.assert_allclose(x[k], y[k], rtol=0, atol=atol, err_msg=what)
+
+
+def test_limits_active_and_exact(pile):
+  """Default limits on the pile's GJK/EPA group change no contact: the same pairs in contact, and
+  the same contacts, as every pair's and as MuJoCo's."""
+  m, contacts = pile
+  grp = [g for g in driver.groups(m) if g['convex']]
+  assert len(grp) == 1 and grp[0]['types'] == (-1, -1)  # one group of mixed types
+  g1, g2 = grp[0]['geom1'], grp[0]['geom2']
+  k = broadphase.limit(g1, g2, True, None)
+  assert k < len(g1) and broadphase.epa_limit(g1, g2, k, None) < k
+  qpos = jnp.asarray(_poses(np.random.default_rng(3), 12))
+  ours, full = jax.jit(jax.vmap(contacts, in_axes=(None, 0)))(m, qpos)
+  every = driver.with_max_geom_pairs(m, -1)
+  theirs, full_every = jax.jit(jax.vmap(contacts, in_axes=(None, 0)))(every, qpos)
+  assert not np.any(full) and not np.any(full_every)
+  assert np.asarray(ours.active).sum() > 12 * 10  # a real pile: many contacts per state
+
+  mj = mujoco.MjModel.from_xml_string(PILE)
+  md = mujoco.MjData(mj)
+  for i, q in enumerate(np.asarray(qpos)):
+    mine = _listed(ours, i)
+    # 2e-4, here and against MuJoCo: the pile's random overlaps are deep (up to half a geom),
+    # where capsule cores overlap and EPA and the capsule-cylinder multi-contact stop within
+    # ccd_tolerance of a face that round-off can tip (test_collision_convex holds 1e-5 on its
+    # shallower poses); the pairs in contact are compared exactly
+    _assert_same(mine, _listed(theirs, i), 2e-4, f'state {i}: limited vs every pair')
+    md.qpos[:] = q
+    mujoco.mj_forward(mj, md)
+    ref = sorted(
+      (int(c.geom[0]), int(c.geom[1]), float(c.dist), tuple(c.pos), tuple(c.frame[:3]))
+      for c in md.contact[: md.ncon]
+    )
+    _assert_same(mine, ref, 2e-4, f'state {i}: vs MuJoCo')
+
+
+def test_pair_limit_overflow_keeps_nearest():
+  """max_geom_pairs (MJX's custom numeric) of 1: of two touching pairs the nearer (by bounding
+  spheres) collides, the overflow is counted; -1 collides both."""
+  xml = """<mujoco><custom><numeric name="max_geom_pairs" data="1"/></custom><worldbody>
+    <body><freejoint/><geom type="ellipsoid" size=".1 .1 .1"/></body>
+    <body pos=".15 0 0"><freejoint/><geom type="cylinder" size=".1 .1"/></body>
+    <body pos="1 0 0"><freejoint/><geom type="ellipsoid" size=".1 .1 .1"/></body>
+    <body pos="1.19 0 0"><freejoint/><geom type="cylinder" size=".1 .1"/></body>
+  </worldbody><option gravity="0 0 0"/></mujoco>"""
+  m = jaxsim.load_string(xml)
+  assert m.collision_pairs['max_geom_pairs'] == 1
+  d = jax.jit(jaxsim.forward)(m, jaxsim.make_data(m))
+  assert int(d.ncon) == 1 and int(d.warning[CONTACTFULL]) == 1
+  a = np.asarray(d.contact.active)
+  assert (int(d.contact.geom1[a][0]), int(d.contact.geom2[a][0])) == (0, 1)
+  every = driver.with_max_geom_pairs(m, -1)
+  d = jax.jit(jaxsim.forward)(every, jaxsim.make_data(every))
+  assert int(d.ncon) == 2 and int(d.warning[CONTACTFULL]) == 0
+
+
+def _sphere(pos, r):
+  return GeomInfo(
+    pos=jnp.asarray(pos, float), mat=jnp.eye(3), size=jnp.array([r, 0.0, 0.0]), rbound=r
+  )
+
+
+def test_epa_limit_overflow():
+  """collide_convex_group with room for one EPA: of two overlapping ellipsoid pairs the first
+  gets its contact, the second none, and the overflow is reported."""
+  e = GeomType.ELLIPSOID
+
+  def batch(*infos):
+    return jax.tree_util.tree_map(lambda *x: jnp.stack(x), *infos)
+
+  g1 = batch(_sphere([0, 0, 0], 0.1), _sphere([1, 0, 0], 0.1))
+  g2 = batch(_sphere([0.15, 0, 0], 0.1), _sphere([1.18, 0, 0], 0.1))
+  g1 = g1._replace(size=jnp.full((2, 3), 0.1))
+  g2 = g2._replace(size=jnp.full((2, 3), 0.1))
+  args = (g1, g2, jnp.zeros(2))
+  full, over = convex.collide_convex_group(*args, type1=int(e), type2=int(e), nepa=2)
+  assert not bool(over)
+  both = np.asarray(full.dist[:, 0])
+  np.testing.assert_allclose(both, [-0.05, -0.02], atol=1e-4)  # EPA on round shapes: ~1e-4
+  c, over = convex.collide_convex_group(*args, type1=int(e), type2=int(e), nepa=1)
+  assert bool(over)
+  np.testing.assert_allclose(np.asarray(c.dist[0, 0]), both[0], rtol=1e-12)
+  assert np.asarray(c.dist[1, 0]) == NO_CONTACT
+
+
+def test_hfield_item_limit_overflow():
+  """collide_hfield_group with fewer CCD items than tested prisms: the first prisms (pair order)
+  keep their contacts, the rest none, and the overflow is reported; with room for all, every
+  pair's contacts equal collide_hfield's."""
+  nrow = ncol = 5
+  hf = hfield.HField(jnp.zeros((nrow, ncol)), jnp.array([1.0, 1.0, 0.5, 0.1]))
+  win = hfield.window(nrow, ncol, np.asarray(hf.size), 0.2)
+  h = GeomInfo(
+    pos=jnp.zeros((2, 3)), mat=jnp.broadcast_to(jnp.eye(3), (2, 3, 3)), size=jnp.zeros((2, 3))
+  )
+  g = jax.tree_util.tree_map(
+    lambda *x: jnp.stack(x), _sphere([-0.3, -0.3, 0.15], 0.2), _sphere([0.4, 0.3, 0.1], 0.2)
+  )
+  margin = jnp.zeros(2)
+  s = int(GeomType.SPHERE)
+  pick = lambda i: jax.tree_util.tree_map(lambda x: x[i], (h, g, margin))  # noqa: E731
+  one = [hfield.collide_hfield(*pick(i), hf, s, win=win) for i in range(2)]
+  assert all(np.sum(np.asarray(c.dist) < NO_CONTACT / 2) > 1 for c in one)
+  nprism = 2 * win[0] * win[1]
+  c, over = hfield.collide_hfield_group(h, g, margin, hf, s, win=win, nitems=2 * nprism)
+  assert not bool(over)
+  for i in range(2):
+    np.testing.assert_array_equal(c.dist[i], one[i].dist)
+    np.testing.assert_array_equal(c.pos[i], one[i].pos)
+  # room for exactly the first pair's tested prisms
+  first = int(np.sum(hfield._prisms(*pick(0), hf, s, win)[1]))
+  c, over = hfield.collide_hfield_group(h, g, margin, hf, s, win=win, nitems=first)
+  assert bool(over)
+  np.testing.assert_array_equal(c.dist[0], one[0].dist)
+  assert np.all(np.asarray(c.dist[1]) == NO_CONTACT)
