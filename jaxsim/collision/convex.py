@@ -24,7 +24,14 @@ from jaxsim.types import GeomType
 
 MINVAL = 1e-15  # mjMINVAL
 MINVAL2 = MINVAL * MINVAL
-MAX_LIMIT = 1.7976931348623157e308  # DBL_MAX (mjMAX_LIMIT)
+MAX_LIMIT = 1.7976931348623157e308  # DBL_MAX (mjMAX_LIMIT); the dtype's largest value in use
+
+
+def _max_limit(x: jax.Array) -> jax.Array:
+  """mjMAX_LIMIT in x's dtype (DBL_MAX in float64; FLT_MAX, not an overflow, in float32)."""
+  return jnp.array(jnp.finfo(x.dtype).max, x.dtype)
+
+
 MAXVAL2 = 1e10 * 1e10  # mjMAXVAL^2
 FACE_TOL = 0.996  # mjFACE_TOL
 EDGE_TOL = 0.0888  # mjEDGE_TOL
@@ -335,7 +342,7 @@ def _gjk(
   sep_final = jnp.dot(x_k, tmp.vert) > 0
   return _Gjk(
     separated=returned | sep_final,
-    dist=jnp.where(returned, MAX_LIMIT, jnp.where((n == 4) & ~sep_final, 0.0, x_norm)),
+    dist=jnp.where(returned, _max_limit(x_norm), jnp.where((n == 4) & ~sep_final, 0.0, x_norm)),
     x1=jnp.where(returned, x1_0, x1),
     x2=jnp.where(returned, x2_0, x2),
     simplex=simplex,
@@ -663,8 +670,8 @@ def _epa(o1, o2, pt: _Poly, kmax: int, tol: jax.Array, discrete: jax.Array):
   init = (
     pt,
     jnp.array(-1),
-    jnp.array(MAX_LIMIT),
-    jnp.array(MAX_LIMIT),
+    _max_limit(pt.fdist2),
+    _max_limit(pt.fdist2),
     jnp.array(False),
     jnp.array(False),
   )
