@@ -19,7 +19,6 @@ Data.contact slot. MuJoCo's nconmax bounds all contacts together; here it bounds
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -48,12 +47,12 @@ def _ccd_options(m: Model | None) -> dict[str, Any]:
   return opts
 
 
-def _collider(
-  t1: int, t2: int, m: Model | None = None
-) -> tuple[Callable[..., Contacts], int] | None:
-  """(collider(g1, g2, margin) -> Contacts, number of slots) for geom types t1 <= t2.
+def _collider(t1: int, t2: int) -> tuple[Callable[..., Contacts] | None, int] | None:
+  """(analytic collider(g1, g2, margin) -> Contacts, or None for GJK/EPA; number of slots) for
+  geom types t1 <= t2, or None where no collider handles them.
 
-  Height fields are not here: their collider and slot count depend on the pair (`groups`).
+  GJK/EPA pairs are collided by convex.collide_convex_group and height fields by
+  hfield.collide_hfield_group: neither has a per-pair function here.
   """
   key = (GeomType(t1), GeomType(t2))
   if key in primitive.COLLIDERS:
@@ -61,13 +60,7 @@ def _collider(
   from jaxsim.collision import convex
 
   if key in convex.CONVEX_PAIRS:
-    opts = _ccd_options(m)
-    if m is not None:
-      opts['multiccd'] = not m.opt.disableflags & DisableBit.MULTICCD
-    fn = lambda g1, g2, margin, poly1=None, poly2=None: convex.collide_convex(  # noqa: E731
-      g1, g2, margin, type1=t1, type2=t2, poly1=poly1, poly2=poly2, **opts
-    )
-    return fn, convex.CONVEX_PAIRS[key]
+    return None, convex.CONVEX_PAIRS[key]
   return None
 
 
@@ -142,16 +135,19 @@ def groups(m: Model) -> list[dict[str, Any]]:
   multiccd = not m.opt.disableflags & DisableBit.MULTICCD
   for grp in out.values():
     idx = np.asarray(grp['pairs'])
-    ty1 = gtype[np.asarray(cand['geom1'])[idx]]
-    ty2 = gtype[np.asarray(cand['geom2'])[idx]]
+    grp.update(
+      geom1=np.asarray(cand['geom1'])[idx],
+      geom2=np.asarray(cand['geom2'])[idx],
+      ipair=np.asarray(cand['ipair'])[idx],
+    )
+    ty1, ty2 = gtype[grp['geom1']], gtype[grp['geom2']]
+    grp.update(type1=ty1, type2=ty2)
     grp['convex'] = grp['hfield'] < 0 and _is_convex(*grp['types'])
     if grp['convex'] and (len(np.unique(ty1)) > 1 or len(np.unique(ty2)) > 1):
       from jaxsim.collision import convex
 
       nslot = [convex.CONVEX_PAIRS[(a, b)] if multiccd else 1 for a, b in zip(ty1, ty2)]
       grp.update(types=(-1, -1), fn=None, ncon=max(nslot), nslot=np.asarray(nslot))
-      grp.update(type1=ty1, type2=ty2, geom1=np.asarray(cand['geom1'])[idx])
-      grp.update(geom2=np.asarray(cand['geom2'])[idx], ipair=np.asarray(cand['ipair'])[idx])
       result.append(grp)
       continue
     t1, t2 = grp['types']
@@ -159,25 +155,15 @@ def groups(m: Model) -> list[dict[str, Any]]:
       if windows is None:
         windows = _windows(m)
       win = tuple(int(w) for w in np.max(windows[idx], axis=0))
-      t2s = np.unique(gtype[np.asarray(cand['geom2'])[idx]])
+      t2s = np.unique(ty2)
       grp['types'] = (t1, int(t2s[0]) if len(t2s) == 1 else -1)
-      fn = functools.partial(hfield.collide_hfield, win=win, **_ccd_options(m))
-      col = (fn, hfield.max_contacts(win))
       grp['win'] = win
+      col = (None, hfield.max_contacts(win))
     else:
-      col = _collider(t1, t2, m)
+      col = _collider(t1, t2)
       if col is None:
         continue
-    grp.update(
-      fn=col[0],
-      ncon=col[1],
-      nslot=np.full(len(idx), col[1]),
-      type1=ty1,
-      type2=ty2,
-      geom1=np.asarray(cand['geom1'])[idx],
-      geom2=np.asarray(cand['geom2'])[idx],
-      ipair=np.asarray(cand['ipair'])[idx],
-    )
+    grp.update(fn=col[0], ncon=col[1], nslot=np.full(len(idx), col[1]))
     result.append(grp)
   return result
 

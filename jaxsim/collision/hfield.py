@@ -131,8 +131,7 @@ def _prisms(
 ) -> tuple[jax.Array, jax.Array, GeomInfo]:
   """The prisms (P, 6, 3) of g's window in h's frame, which of them MuJoCo tests (P,), and g
   in h's frame."""
-  if isinstance(gtype, (int, np.integer)):
-    gtype = int(gtype)
+  gtype = _static_type(gtype)
   nrow, ncol = hf.data.shape
   wr, wc = win
   margin = jnp.asarray(margin)
