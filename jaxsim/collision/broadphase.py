@@ -11,6 +11,8 @@ counted (Data.warning[mjWARN_CONTACTFULL]).
 from __future__ import annotations
 
 import math as pymath
+from collections.abc import Callable
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -22,6 +24,7 @@ MIN_PAIRS = 64  # a group with at most this many pairs runs all of them
 MIN_EPA = 16  # a GJK/EPA group with at most this many collided pairs runs EPA on all of them
 EPA_PAIRS = 1.5  # default EPA limit: pairs in contact per geom of the group (each side)
 HFIELD_GEOMS = 8  # default: geoms of a height-field group whose windows are all tested
+CHUNK = 8  # pairs per collider call of map_live
 PARTNERS = 2  # default limit: each geom of the group near this many partners of the other side
 
 
@@ -105,3 +108,72 @@ def scatter(x: jax.Array, idx: jax.Array, n: int, fill) -> jax.Array:
   x's trailing shape) elsewhere."""
   out = jnp.broadcast_to(jnp.asarray(fill, x.dtype), (n,) + x.shape[1:])
   return out.at[idx].set(x, unique_indices=True)
+
+
+def map_live(
+  f: Callable[..., Any], live: jax.Array, xs: Any, fill: Any = None, chunk: int = CHUNK
+) -> Any:
+  """vmap(f)(xs) where live (n,), fill elsewhere, computing f only on the live items.
+
+  fill: a pytree like one item of f's output, broadcast (None: zeros). The live items are
+  visited in order, `chunk` at a time, in a while_loop that stops after the last of them:
+  collider calls cost in proportion to the pairs that need them, not to a group's static slots
+  (under vmap, the world with most). A while_loop has no reverse mode, so derivatives are those
+  of the same function computed on every item (custom_jvp).
+  """
+  n = live.shape[0]
+  # values f closes over (traced ones included) become explicit arguments of the custom_jvp
+  f, consts = jax.closure_convert(f, jax.tree_util.tree_map(lambda x: x[0], xs))
+  item = jax.eval_shape(
+    jax.vmap(f, in_axes=(0,) + (None,) * len(consts)),
+    jax.tree_util.tree_map(lambda x: x[:1], xs),
+    *consts,
+  )
+  if fill is None:
+    fill = jax.tree_util.tree_map(lambda s: jnp.zeros(s.shape[1:], s.dtype), item)
+
+  def blank(m: int) -> Any:
+    return jax.tree_util.tree_map(
+      lambda s, e: jnp.broadcast_to(jnp.asarray(e, s.dtype), (m,) + s.shape[1:]), item, fill
+    )
+
+  def keep(mask: jax.Array, out: Any, empty: Any) -> Any:
+    return jax.tree_util.tree_map(
+      lambda o, e: jnp.where(mask.reshape(mask.shape + (1,) * (o.ndim - 1)), o, e), out, empty
+    )
+
+  def fmap(x: Any, consts: tuple) -> Any:
+    return jax.vmap(lambda a: f(a, *consts))(x)
+
+  def every(xs: Any, live: jax.Array, consts: tuple) -> Any:
+    return keep(live, fmap(xs, consts), blank(n))
+
+  if n <= chunk:
+    return every(xs, live, tuple(consts))
+
+  def visit(xs: Any, live: jax.Array, consts: tuple) -> Any:
+    nchunk = -(-n // chunk)
+    order = jnp.argsort(~live, stable=True).astype(jnp.int32)
+    order = jnp.concatenate([order, jnp.zeros(nchunk * chunk - n, jnp.int32)])
+    count = jnp.sum(live)
+
+    def body(c):
+      i, out = c
+      ids = jax.lax.dynamic_slice_in_dim(order, i * chunk, chunk)
+      y = fmap(jax.tree_util.tree_map(lambda a: a[ids], xs), consts)
+      y = keep(i * chunk + jnp.arange(chunk) < count, y, blank(chunk))
+      out = jax.tree_util.tree_map(
+        lambda o, a: jax.lax.dynamic_update_slice_in_dim(o, a, i * chunk, 0), out, y
+      )
+      return i + 1, out
+
+    init = (jnp.zeros((), jnp.int32), blank(nchunk * chunk))
+    _, out = jax.lax.while_loop(lambda c: c[0] * chunk < count, body, init)
+    # back from visiting order to item order
+    return jax.tree_util.tree_map(
+      lambda o, e: e.at[order[:n]].set(o[:n], unique_indices=True), out, blank(n)
+    )
+
+  run = jax.custom_jvp(visit)
+  run.defjvp(lambda p, t: jax.jvp(every, p, t))
+  return run(xs, live, tuple(consts))

@@ -18,6 +18,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxsim.collision import broadphase
 from jaxsim.collision import support as sp
 from jaxsim.collision.geom import NO_CONTACT, Contacts, GeomInfo, make_frame
 from jaxsim.types import GeomType
@@ -1130,9 +1131,14 @@ def collide_convex_group(
   multiccd: bool = True,
   poly1: sp.MeshPoly | None = None,
   poly2: sp.MeshPoly | None = None,
+  live: jax.Array | None = None,
 ) -> tuple[Contacts, jax.Array]:
   """collide_convex of n pairs (g1, g2, margin batched on axis 0), running EPA on at most nepa of
   them: (Contacts (n, ncon), overflow).
+
+  live (n,): the pairs to collide (None: all); the others get no contact, and cost nothing
+  (broadphase.map_live: the colliders run on the live pairs only, and EPA and multi-contact
+  only on those that need them).
 
   type1, type2: static ints, or (n,) traced types (one program for pairs of any types; ncon,
   static, then says how many slots the group's pairs need, 4 by default).
@@ -1160,22 +1166,18 @@ def collide_convex_group(
   def epa(a, b, mg, g, u1, u2):
     return _penetration_epa(a, b, *ty(u1, u2), mg, kmax, tol, g)
 
-  cores = jax.vmap(gjk)(g1, g2, margin, t1, t2)
-  overflow = jnp.array(False)
-  if nepa >= n:
-    e = jax.vmap(epa)(g1, g2, margin, cores.g, t1, t2)
-  else:
-    # lax.top_k keeps the lower index among equals: the first nepa pairs that need EPA
-    _, idx = jax.lax.top_k(cores.need.astype(jnp.int32), nepa)
-    overflow = jnp.sum(cores.need) > nepa
-    pick = lambda x: x[idx]  # noqa: E731
-    ek = jax.vmap(epa)(*jax.tree_util.tree_map(pick, (g1, g2, margin, cores.g, t1, t2)))
-    e = jax.tree_util.tree_map(
-      lambda x: jnp.zeros((n,) + x.shape[1:], x.dtype).at[idx].set(x, unique_indices=True), ek
-    )
+  live = jnp.ones(n, bool) if live is None else live
+  cores = broadphase.map_live(lambda a: gjk(*a), live, (g1, g2, margin, t1, t2))
+  # the first nepa pairs that need EPA
+  need = cores.need & live
+  epa_on = need & (jnp.cumsum(need) <= nepa)
+  overflow = jnp.sum(need) > nepa
+  e = broadphase.map_live(lambda a: epa(*a), epa_on, (g1, g2, margin, cores.g, t1, t2))
   c0 = jax.vmap(_merge)(cores, e)
 
   def fin(a, b, c, mg, u1, u2):
     return _finish(a, b, *ty(u1, u2), c, mg, ncon, static, poly1, poly2)
 
-  return jax.vmap(fin)(g1, g2, c0, margin, t1, t2), overflow
+  empty = Contacts(jnp.full(ncon, NO_CONTACT), jnp.zeros((ncon, 3)), jnp.eye(3))
+  out = broadphase.map_live(lambda a: fin(*a), c0.ok & live, (g1, g2, c0, margin, t1, t2), empty)
+  return out, overflow

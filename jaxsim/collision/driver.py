@@ -554,6 +554,7 @@ def collision(m: Model, d: Data) -> Data:
           poly1=poly1,
           poly2=poly2,
           nepa=broadphase.epa_limit(g1, g2, k, requested),
+          live=ok if idx is None else ok[idx],
           **opts,
         )
         overflow |= over

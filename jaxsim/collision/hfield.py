@@ -17,7 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxsim.collision import convex
+from jaxsim.collision import broadphase, convex
 from jaxsim.collision import support as sp
 from jaxsim.collision.geom import NO_CONTACT, Contacts, GeomInfo, make_frame
 from jaxsim.types import GeomType
@@ -265,7 +265,8 @@ def collide_hfield_group(
 
   Only the prisms MuJoCo tests (under the geom's bounding box, their surface above its lowest
   point) go through GJK/EPA, the first nitems in (pair, row, column, triangle) order; more than
-  nitems is an overflow (the rest get no contact).
+  nitems is an overflow (the rest get no contact). They cost in proportion to their number, not
+  to nitems (broadphase.map_live).
   """
   gtype = _static_type(gtype)
   kmax, tol = int(ccd_iterations), jnp.asarray(ccd_tolerance)
@@ -276,25 +277,21 @@ def collide_hfield_group(
   )(h, g, margin, jnp.zeros(n, jnp.int32) if static else gtype)
   npr = prisms.shape[1]
   flat = valid.reshape(-1)
-  overflow = jnp.array(False)
-  if nitems >= n * npr:
-    idx = jnp.arange(n * npr)
-  else:
-    # lax.top_k keeps the lower index among equals: the first nitems tested prisms
-    _, idx = jax.lax.top_k(flat.astype(jnp.int32), nitems)
-    overflow = jnp.sum(flat) > nitems
-  pair = idx // npr
+  # the first nitems tested prisms, in (pair, row, column, triangle) order
+  on = flat & (jnp.cumsum(flat) <= nitems)
+  overflow = jnp.sum(flat) > nitems
+  pair = jnp.arange(n * npr, dtype=jnp.int32) // npr
   types = jnp.zeros(n, jnp.int32) if static else gtype
 
-  def pen(p, k, t):
-    gk = jax.tree_util.tree_map(lambda x: x[k], gl)
+  def pen(x):
+    p, k, t = x
+    gk = jax.tree_util.tree_map(lambda a: a[k], gl)
     return _penetration(p, gk, gtype if static else t, margin[k], kmax, tol)
 
-  res = jax.vmap(pen)(prisms.reshape(-1, 6, 3)[idx], pair, types[pair])
+  res = broadphase.map_live(pen, on, (prisms.reshape(-1, 6, 3), pair, types[pair]))
 
   def back(x):
-    out = jnp.zeros((n * npr,) + x.shape[1:], x.dtype).at[idx].set(x, unique_indices=True)
-    return out.reshape((n, npr) + x.shape[1:])
+    return x.reshape((n, npr) + x.shape[1:])
 
   hit, dist, x1, x2 = (back(x) for x in res)
   hit &= valid
