@@ -148,8 +148,10 @@ def map_live(
   def every(xs: Any, live: jax.Array, consts: tuple) -> Any:
     return keep(live, fmap(xs, consts), blank(n))
 
-  if n <= chunk:
+  if n == 0:
     return every(xs, live, tuple(consts))
+  # a small group is one chunk, skipped whole when none of its items is live
+  chunk = min(chunk, n)
 
   def visit(xs: Any, live: jax.Array, consts: tuple) -> Any:
     nchunk = -(-n // chunk)
