@@ -34,9 +34,6 @@ SENSOR_NAMES = {
 NEED_RNE_POST = {1, 4, 5, 33, 34}  # accelerometer, force, torque, framelinacc, frameangacc
 NEED_SUBTREE_VEL = {36, 37}  # subtreelinvel, subtreeangmom
 
-# dog (43001 constraint-row slots, noslip) is compared over one step only: its dense solve makes
-# each step costly on the CI machine
-ONE_STEP = ('dog.xml',)
 MODELS = dm_control_suite()
 
 
@@ -80,10 +77,9 @@ def test_trajectory_with_constraints_matches_mujoco(path):
     lazy += ['cacc', 'cfrc_int', 'cfrc_ext']
   if types & NEED_SUBTREE_VEL:
     lazy += ['subtree_linvel', 'subtree_angmom']
-  steps = 1 if path.endswith(ONE_STEP) else STEPS
-  ctrls = rng.uniform(-1, 1, size=(steps, mj.nu))
+  ctrls = rng.uniform(-1, 1, size=(STEPS, mj.nu))
   theirs = []
-  for t in range(steps):
+  for t in range(STEPS):
     md.ctrl[:] = ctrls[t]
     mujoco.mj_step(mj, md)
     theirs.append({k: getattr(md, k).copy() for k in ['qacc', 'sensordata'] + lazy})
@@ -92,7 +88,7 @@ def test_trajectory_with_constraints_matches_mujoco(path):
   _, traj = jax.jit(jaxsim.rollout, static_argnames='record')(m, d, ctrls, record=record)
   traj = jax.device_get(traj)
   name = os.path.basename(path)[:-4]
-  for t in range(steps):
+  for t in range(STEPS):
     mc = theirs[t]
     oracle.assert_close(f'qacc at step {t}', traj['qacc'][t], mc['qacc'], rtol=1e-6)
     for i in range(mj.nsensor):
