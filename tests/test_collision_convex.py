@@ -354,3 +354,32 @@ def test_pipeline_mesh_contacts_vs_mujoco():
   assert sum(v for (plane, c), v in counts.items() if not plane and c >= 2) >= 5, counts
   assert sum(v for (plane, c), v in counts.items() if not plane and c >= 3) >= 1, counts
   assert sum(v for (plane, c), v in counts.items() if plane and c >= 1) >= 10, counts
+
+
+@pytest.mark.parametrize('mixed', [False, True], ids=['one-type', 'mixed-types'])
+def test_pipeline_without_multiccd_vs_mujoco(mixed):
+  """With multiccd disabled every GJK/EPA pair has one contact slot, in a group of one geom type
+  pair (static types) as in a group of mixed ones: Data.contact's fields agree in size, and the
+  contacts and qacc of mj_forward match MuJoCo's (face-on cylinders: four contacts with multiccd,
+  one without)."""
+  extra = '<body pos="0.33 0 0"><freejoint/><geom type="ellipsoid" size=".25 .1 .1"/></body>'
+  xml = f"""<mujoco><option tolerance="1e-12"><flag multiccd="disable"/></option><worldbody>
+    <body><freejoint/><geom type="cylinder" size=".1 .1"/></body>
+    <body pos="0 0 .19"><freejoint/><geom type="cylinder" size=".1 .1"/></body>
+    {extra if mixed else ''}</worldbody></mujoco>"""
+  mj = mujoco.MjModel.from_xml_string(xml)
+  md = mujoco.MjData(mj)
+  mujoco.mj_forward(mj, md)
+  m = jaxsim.load_string(xml)
+  d = jax.jit(jaxsim.forward)(m, jaxsim.make_data(m))
+  c = d.contact
+  assert c.dist.shape[0] == c.geom.shape[0] == c.dim.shape[0] == c.pos.shape[0]
+  act = np.asarray(c.active)
+  assert int(d.ncon) == md.ncon == (2 if mixed else 1)
+  theirs = {tuple(g): k for k, g in enumerate(md.contact.geom)}
+  for k in np.flatnonzero(act):
+    j = theirs[tuple(np.asarray(c.geom[k]))]
+    np.testing.assert_allclose(c.dist[k], md.contact.dist[j], atol=1e-6)
+    np.testing.assert_allclose(c.pos[k], md.contact.pos[j], atol=1e-6)
+  # contacts agree to GJK/EPA's tolerance (1e-6), which bounds the accelerations' agreement
+  np.testing.assert_allclose(d.qacc, md.qacc, rtol=1e-5, atol=1e-4)

@@ -47,20 +47,15 @@ def _ccd_options(m: Model | None) -> dict[str, Any]:
   return opts
 
 
-def _collider(t1: int, t2: int) -> tuple[Callable[..., Contacts] | None, int] | None:
-  """(analytic collider(g1, g2, margin) -> Contacts, or None for GJK/EPA; number of slots) for
-  geom types t1 <= t2, or None where no collider handles them.
+def _collider(t1: int, t2: int) -> tuple[Callable[..., Contacts], int] | None:
+  """(analytic collider(g1, g2, margin) -> Contacts, number of slots) for geom types t1 <= t2.
 
-  GJK/EPA pairs are collided by convex.collide_convex_group and height fields by
+  GJK/EPA pairs (`_is_convex`) are collided by convex.collide_convex_group and height fields by
   hfield.collide_hfield_group: neither has a per-pair function here.
   """
   key = (GeomType(t1), GeomType(t2))
   if key in primitive.COLLIDERS:
     return primitive.COLLIDERS[key], primitive.MAX_CONTACTS[key]
-  from jaxsim.collision import convex
-
-  if key in convex.CONVEX_PAIRS:
-    return None, convex.CONVEX_PAIRS[key]
   return None
 
 
@@ -74,7 +69,7 @@ def _is_convex(t1: int, t2: int) -> bool:
 def _supported(t1: int, t2: int) -> bool:
   if t1 == GeomType.HFIELD:
     return t2 in hfield.HFIELD_TYPES
-  return _collider(t1, t2) is not None
+  return _collider(t1, t2) is not None or _is_convex(t1, t2)
 
 
 def _windows(m: Model) -> np.ndarray:
@@ -143,11 +138,14 @@ def groups(m: Model) -> list[dict[str, Any]]:
     ty1, ty2 = gtype[grp['geom1']], gtype[grp['geom2']]
     grp.update(type1=ty1, type2=ty2)
     grp['convex'] = grp['hfield'] < 0 and _is_convex(*grp['types'])
-    if grp['convex'] and (len(np.unique(ty1)) > 1 or len(np.unique(ty2)) > 1):
+    if grp['convex']:
       from jaxsim.collision import convex
 
+      # collide_convex_group's slots: mjc_Convex's maximum, one without multiccd
       nslot = [convex.CONVEX_PAIRS[(a, b)] if multiccd else 1 for a, b in zip(ty1, ty2)]
-      grp.update(types=(-1, -1), fn=None, ncon=max(nslot), nslot=np.asarray(nslot))
+      if len(np.unique(ty1)) > 1 or len(np.unique(ty2)) > 1:
+        grp['types'] = (-1, -1)
+      grp.update(fn=None, ncon=max(nslot), nslot=np.asarray(nslot))
       result.append(grp)
       continue
     t1, t2 = grp['types']
