@@ -511,19 +511,22 @@ def collision(m: Model, d: Data) -> Data:
     hid = grp['hfield']
     npg = len(g1)
     k = broadphase.limit(g1, g2, grp['convex'], requested)
+    idx = None
     if k < npg:
       idx, over = broadphase.select(ok, sgap, k)
       overflow |= over
-      c1, c2, cm = jnp.asarray(g1)[idx], jnp.asarray(g2)[idx], (margin + gap)[idx]
-    else:
-      idx, c1, c2, cm = None, g1, g2, margin + gap
+
+    def pick(x, idx=idx):
+      """The collided pairs' entries of a per-pair array (all pairs without a limit)."""
+      return x if idx is None else jnp.asarray(x)[idx]
+
+    c1, c2, cm = pick(g1), pick(g2), pick(margin + gap)
     info1 = _geom_info(m, d, c1, grp['mesh'][0])
     info2 = _geom_info(m, d, c2, grp['mesh'][1], rbound=hid >= 0)
     if hid >= 0:
       hf, t2 = _hfield(m, hid), grp['types'][1]
       if t2 < 0:
-        t2 = jnp.asarray(np.asarray(m.geom_type)[g2])
-        t2 = t2 if idx is None else t2[idx]
+        t2 = jnp.asarray(pick(grp['type2']))
       win = grp['win']
       nitems = broadphase.hfield_limit(k, 2 * win[0] * win[1], requested)
       c, over = hfield.collide_hfield_group(
@@ -540,8 +543,7 @@ def collision(m: Model, d: Data) -> Data:
         poly1, poly2 = _mesh_poly(m, grp['mesh'][0]), _mesh_poly(m, grp['mesh'][1])
         t1, t2 = grp['types']
         if t1 < 0:
-          t1, t2 = jnp.asarray(grp['type1']), jnp.asarray(grp['type2'])
-          t1, t2 = (t1, t2) if idx is None else (t1[idx], t2[idx])
+          t1, t2 = jnp.asarray(pick(grp['type1'])), jnp.asarray(pick(grp['type2']))
         c, over = convex.collide_convex_group(
           info1,
           info2,
@@ -552,7 +554,7 @@ def collision(m: Model, d: Data) -> Data:
           poly1=poly1,
           poly2=poly2,
           nepa=broadphase.epa_limit(g1, g2, k, requested),
-          live=ok if idx is None else ok[idx],
+          live=pick(ok),
           **opts,
         )
         overflow |= over
