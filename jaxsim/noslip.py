@@ -264,10 +264,10 @@ def _sweeps(
   zero = jnp.zeros(1, dtype)
   arefp, flossp = jnp.concatenate([aref, zero]), jnp.concatenate([floss, zero])
   activep = jnp.concatenate([active, jnp.zeros(1, bool)])
-  live_blk = activep[xs[0][:, 0]]
-  # active blocks first, in visiting order
-  order = jnp.argsort(~live_blk, stable=True)
-  nlive = jnp.sum(live_blk)
+  if fast:
+    # the blocks of active rows, in visiting order
+    live_blk = activep[xs[0][:, 0]]
+    order, nlive = jnp.argsort(~live_blk, stable=True), jnp.sum(live_blk)
 
   def block(carry, x):
     f, qacc, imp = carry

@@ -103,6 +103,12 @@ def select(ok: jax.Array, gap: jax.Array, k: int) -> tuple[jax.Array, jax.Array]
   return idx, jnp.sum(ok) > k
 
 
+def first(mask: jax.Array, k: int) -> tuple[jax.Array, jax.Array]:
+  """(the first k items of mask, in order; whether mask has more than k): a static limit on the
+  items going through a costly stage, the rest dropped and the overflow reported."""
+  return mask & (jnp.cumsum(mask) <= k), jnp.sum(mask) > k
+
+
 def scatter(x: jax.Array, idx: jax.Array, n: int, fill) -> jax.Array:
   """x (k, ...) of the selected pairs back at their places among n pairs, fill (broadcast to
   x's trailing shape) elsewhere."""

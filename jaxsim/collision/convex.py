@@ -25,14 +25,6 @@ from jaxsim.types import GeomType
 
 MINVAL = 1e-15  # mjMINVAL
 MINVAL2 = MINVAL * MINVAL
-MAX_LIMIT = 1.7976931348623157e308  # DBL_MAX (mjMAX_LIMIT); the dtype's largest value in use
-
-
-def _max_limit(x: jax.Array) -> jax.Array:
-  """mjMAX_LIMIT in x's dtype (DBL_MAX in float64; FLT_MAX, not an overflow, in float32)."""
-  return jnp.array(jnp.finfo(x.dtype).max, x.dtype)
-
-
 MAXVAL2 = 1e10 * 1e10  # mjMAXVAL^2
 FACE_TOL = 0.996  # mjFACE_TOL
 EDGE_TOL = 0.0888  # mjEDGE_TOL
@@ -70,6 +62,11 @@ CONVEX_PAIRS = {
 
 
 # ------------------------------------------ small helpers ----------------------------------------
+
+
+def _max_limit(x: jax.Array) -> jax.Array:
+  """mjMAX_LIMIT (DBL_MAX) in x's dtype: FLT_MAX in float32, where DBL_MAX would overflow."""
+  return jnp.array(jnp.finfo(x.dtype).max, x.dtype)
 
 
 def _div(a: jax.Array, b: jax.Array) -> jax.Array:
@@ -264,7 +261,7 @@ def _subdistance(n: jax.Array, s: jax.Array) -> jax.Array:
 
 class _Gjk(NamedTuple):
   separated: jax.Array  # bool
-  dist: jax.Array  # distance (0 if the origin is enclosed; MAX_LIMIT if separated early)
+  dist: jax.Array  # distance (0 if the origin is enclosed; mjMAX_LIMIT if separated early)
   x1: jax.Array  # (3,) witness on geom 1
   x2: jax.Array  # (3,)
   simplex: Verts  # (4,)
@@ -1169,9 +1166,7 @@ def collide_convex_group(
   live = jnp.ones(n, bool) if live is None else live
   cores = broadphase.map_live(lambda a: gjk(*a), live, (g1, g2, margin, t1, t2))
   # the first nepa pairs that need EPA
-  need = cores.need & live
-  epa_on = need & (jnp.cumsum(need) <= nepa)
-  overflow = jnp.sum(need) > nepa
+  epa_on, overflow = broadphase.first(cores.need & live, nepa)
   e = broadphase.map_live(lambda a: epa(*a), epa_on, (g1, g2, margin, cores.g, t1, t2))
   c0 = jax.vmap(_merge)(cores, e)
 

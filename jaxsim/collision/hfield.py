@@ -276,10 +276,8 @@ def collide_hfield_group(
     lambda a, b, mg, t: _prisms(a, b, mg, hf, gtype if static else t, win)
   )(h, g, margin, jnp.zeros(n, jnp.int32) if static else gtype)
   npr = prisms.shape[1]
-  flat = valid.reshape(-1)
   # the first nitems tested prisms, in (pair, row, column, triangle) order
-  on = flat & (jnp.cumsum(flat) <= nitems)
-  overflow = jnp.sum(flat) > nitems
+  on, overflow = broadphase.first(valid.reshape(-1), nitems)
   pair = jnp.arange(n * npr, dtype=jnp.int32) // npr
   types = jnp.zeros(n, jnp.int32) if static else gtype
 
