@@ -190,3 +190,24 @@ def test_actuator_shortcuts_reset_what_they_do_not_set(default, actuators):
   m, mj = jaxsim.load_string(xml), mujoco.MjModel.from_xml_string(xml)
   for f in ('gainprm', 'biasprm', 'dynprm', 'dyntype', 'gaintype', 'biastype'):
     _close(f'actuator_{f}', getattr(m, f'actuator_{f}'), getattr(mj, f'actuator_{f}'))
+
+
+def test_top_level_defaults_merge_into_main():
+  """Several top-level <default> elements (as dm_control's kinova arm with its included
+  common.xml): each updates class main, wherever it stands; a class keeps the main it copied."""
+  xml = """<mujoco><default><geom rgba="1 0 0 1" friction=".5 .1 .1"/>
+    <default class="a"><geom size=".3"/></default></default>
+    <worldbody><geom size=".1"/><geom class="a"/><geom class="b"/></worldbody>
+    <default><geom friction=".7 .1 .1" solref=".03 1"/><default class="b"><geom size=".4"/>
+    </default></default></mujoco>"""
+  m, mj = jaxsim.load_string(xml), mujoco.MjModel.from_xml_string(xml)
+  for f in ('geom_rgba', 'geom_friction', 'geom_size', 'geom_solref'):
+    _close(f, getattr(m, f), getattr(mj, f))
+  assert len(set(np.asarray(m.geom_friction)[:, 0].tolist())) == 2
+
+
+def test_libccd_flag_is_named_unsupported():
+  """nativeccd="disable" asks MuJoCo for libccd; jaxsim collides with its native CCD and says so."""
+  xml = '<mujoco><option><flag nativeccd="disable"/></option><worldbody/></mujoco>'
+  assert any('nativeccd' in u for u in jaxsim.load_string(xml).unsupported)
+  assert not any('nativeccd' in u for u in jaxsim.load_string('<mujoco/>').unsupported)

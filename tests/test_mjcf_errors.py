@@ -263,13 +263,6 @@ CASES = [
     'worldbody',
     'name',
   ),
-  C(
-    'two-top-level-defaults',
-    model(pre='<default/>\n<default />'),
-    'only one top-level <default>',
-    '<default />',
-    'default',
-  ),
   # -------------------------------------------------------------- numbers
   C(
     'bad-number',

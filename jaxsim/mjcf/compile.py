@@ -216,6 +216,10 @@ class _Compiler:
       self.read_compiler(e)
     for e in root.find('option'):
       self.read_option(e)
+    if self.opt['disableflags'] & (1 << schema.DISABLE_FLAGS.index('nativeccd')):
+      self.note_unsupported(
+        'libccd for convex pairs (flag nativeccd="disable"); jaxsim uses native CCD'
+      )
     for e in root.find('size'):
       self.size = schema.read_attrs(e, schema.SIZE, self.size)
       _only(e, set())
@@ -227,10 +231,9 @@ class _Compiler:
     self.znear = 0.01  # visual/map znear
     for e in root.find('visual'):
       self.read_visual(e)
-    defaults = root.find('default')
-    if len(defaults) > 1:
-      raise defaults[1].error('only one top-level <default> element is allowed')
-    for e in defaults:
+    # every top-level <default> is class 'main' again: MuJoCo merges its attributes into main,
+    # and classes defined before a later one keep the main they copied
+    for e in root.find('default'):
       self.defaults.read(e, None, self.apply_actuator_shortcut)
     self.assets = {'mesh': [], 'hfield': [], 'material': [], 'texture': [], 'skin': []}
     for e in root.find('asset'):
