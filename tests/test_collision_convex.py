@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import jaxsim
-from jaxsim.collision import convex
+from jaxsim.collision import convex, driver
 from jaxsim.collision import support as sp
 from jaxsim.collision.geom import NO_CONTACT, GeomInfo
 
@@ -383,3 +383,19 @@ def test_pipeline_without_multiccd_vs_mujoco(mixed):
     np.testing.assert_allclose(c.pos[k], md.contact.pos[j], atol=1e-6)
   # contacts agree to GJK/EPA's tolerance (1e-6), which bounds the accelerations' agreement
   np.testing.assert_allclose(d.qacc, md.qacc, rtol=1e-5, atol=1e-4)
+
+
+def test_mesh_polygon_map_with_interior_last_vertex():
+  """A vertex off the hull has no polygons; last in the mesh, its polymapadr is one past the end
+  of mesh_polymap (dm_control's kinova hand raised IndexError). Rows equal MuJoCo's."""
+  xml = """<mujoco><asset><mesh name="m" vertex="0 0 0  1 0 0  0 1 0  0 0 1  .1 .1 .1"/></asset>
+    <worldbody><geom type="mesh" mesh="m"/></worldbody></mujoco>"""
+  m, mj = jaxsim.load_string(xml), mujoco.MjModel.from_xml_string(xml)
+  assert mj.mesh_polymapnum[-1] == 0 and mj.mesh_polymapadr[-1] == len(mj.mesh_polymap)
+  poly = driver._mesh_poly(m, 0)
+  pmap, num = np.asarray(poly.map), np.asarray(poly.nmap)
+  np.testing.assert_array_equal(num, mj.mesh_polymapnum)
+  for v in range(mj.mesh_vertnum[0]):
+    a, n = mj.mesh_polymapadr[v], mj.mesh_polymapnum[v]
+    np.testing.assert_array_equal(pmap[v, :n], mj.mesh_polymap[a : a + n])
+    assert np.all(pmap[v, n:] == -1)

@@ -359,6 +359,8 @@ def _padded(flat: np.ndarray, adr: np.ndarray, num: np.ndarray) -> np.ndarray:
   width = max(int(num.max(initial=0)), 1)
   k = np.arange(width)
   idx = adr[:, None] + np.minimum(k[None, :], np.maximum(num[:, None] - 1, 0))
+  # an empty row's adr may be len(flat) (a mesh vertex off the hull, last in the array)
+  idx = np.minimum(idx, max(len(flat) - 1, 0))
   rows = flat[idx] if len(flat) else np.zeros(idx.shape, np.int32)
   return np.where(k[None, :] < num[:, None], rows, -1).astype(np.int32)
 
