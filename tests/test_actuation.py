@@ -261,6 +261,7 @@ def test_features_model(pipeline):
 
 def test_body_transmission_is_refused():
   m = jaxsim.load(os.path.join(MODELS, 'features.xml'))
+  assert any('adhesion' in u for u in m.unsupported)  # listed at load (jaxsim info)
   with pytest.raises(NotImplementedError, match="'stick'.*adhesion"):
     actuation.transmission(m, jaxsim.make_data(m))
 
