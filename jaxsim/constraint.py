@@ -138,16 +138,16 @@ def layout(m: Model) -> Layout:
         add(LIMIT_TENDON, i, 2)
 
   if not flags & DisableBit.CONTACT:
+    # vectorised: a scene of many bodies has millions of contact slots
+    dims = np.asarray(cdim, dtype=np.int32)
     pyramidal = m.opt.cone == ConeType.PYRAMIDAL
-    for i, dim in enumerate(cdim):
-      efcadr[i] = len(types)
-      if dim == 1:
-        add(CONTACT_FRICTIONLESS, i)
-      elif pyramidal:
-        add(CONTACT_PYRAMIDAL, i, 2 * (dim - 1))
-      else:
-        add(CONTACT_ELLIPTIC, i, dim)
-      nrow[i] = len(types) - efcadr[i]
+    nrow[:] = np.where(dims == 1, 1, 2 * (dims - 1) if pyramidal else dims)
+    ctype = np.where(
+      dims == 1, CONTACT_FRICTIONLESS, CONTACT_PYRAMIDAL if pyramidal else CONTACT_ELLIPTIC
+    )
+    efcadr[:] = len(types) + np.concatenate([[0], np.cumsum(nrow)[:-1]]).astype(np.int32)
+    types = np.concatenate([np.asarray(types, np.int32), np.repeat(ctype, nrow)])
+    ids = np.concatenate([np.asarray(ids, np.int32), np.repeat(np.arange(ncon), nrow)])
 
   typ = np.asarray(types, np.int32)
   idx = np.asarray(ids, np.int32)

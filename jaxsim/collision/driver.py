@@ -101,34 +101,53 @@ def groups(m: Model) -> list[dict[str, Any]]:
   Every GJK/EPA pair of primitives is in one group, whatever its types: on a CPU the cost of
   GJK and EPA loops is mostly per call, not per pair, and each group is a program to compile.
   """
+  from jaxsim.collision import convex
+
   cand = m.collision_pairs
   gtype, dataid = np.asarray(m.geom_type), np.asarray(m.geom_dataid)
-  out: dict[tuple, dict[str, Any]] = {}
+  geom1, geom2 = np.asarray(cand['geom1'], dtype=int), np.asarray(cand['geom2'], dtype=int)
   windows = None
+  # vectorised over the candidates: a scene of 100 humanoids has ~2e6 of them
+  t1, t2 = gtype[geom1], gtype[geom2]
+  m1 = np.where(t1 == GeomType.MESH, dataid[geom1], -1)
+  m2 = np.where(t2 == GeomType.MESH, dataid[geom2], -1)
+  hid = np.where(t1 == GeomType.HFIELD, dataid[geom1], -1)
   # height-field pairs: one group per height field and mesh, primitives joining the first
   # mesh's group (geom type traced), so that few GJK/EPA programs are compiled
-  field_mesh: dict[int, int] = {}
-  for g1, g2 in zip(cand['geom1'], cand['geom2'], strict=True):
-    if gtype[g1] == GeomType.HFIELD and gtype[g2] == GeomType.MESH:
-      field_mesh.setdefault(int(dataid[g1]), int(dataid[g2]))
-  for k, (g1, g2) in enumerate(zip(cand['geom1'], cand['geom2'], strict=True)):
-    t1, t2 = int(gtype[g1]), int(gtype[g2])
-    m1 = int(dataid[g1]) if t1 == GeomType.MESH else -1
-    m2 = int(dataid[g2]) if t2 == GeomType.MESH else -1
-    hid = int(dataid[g1]) if t1 == GeomType.HFIELD else -1
-    if hid >= 0:
-      if t2 not in hfield.HFIELD_TYPES:
-        continue
-      m2 = m2 if m2 >= 0 else field_mesh.get(hid, -1)
-      t2 = -1
-    key = (t1, t2, m1, m2, hid)
-    if hid < 0 and m1 < 0 and m2 < 0 and _is_convex(t1, t2):
-      key = ('convex',)
-    grp = out.setdefault(key, {'types': (t1, t2), 'mesh': (m1, m2), 'hfield': hid, 'pairs': []})
-    grp['pairs'].append(k)
+  on_field = hid >= 0
+  field_mesh = np.full(max(int(hid.max(initial=-1)) + 1, 1), -1)
+  with_mesh = np.flatnonzero(on_field & (t2 == GeomType.MESH))
+  for k in with_mesh[::-1]:  # the first pair of each height field wins
+    field_mesh[hid[k]] = m2[k]
+  m2 = np.where(on_field & (m2 < 0), field_mesh[np.maximum(hid, 0)], m2)
+  keep = ~on_field | np.isin(t2, hfield.HFIELD_TYPES)
+  conv_table = np.zeros((max(8, int(gtype.max(initial=0)) + 1),) * 2, dtype=int)
+  for (a, b), n in convex.CONVEX_PAIRS.items():
+    conv_table[int(a), int(b)] = n
+  conv = ~on_field & (m1 < 0) & (m2 < 0) & (conv_table[t1, t2] > 0)
+  keys = np.stack([t1, np.where(on_field, -1, t2), m1, m2, hid], axis=1)
+  keys[conv] = -9
+  idx_all = np.flatnonzero(keep)
+  out: list[dict[str, Any]] = []
+  if len(idx_all):
+    kk = keys[idx_all] + 10  # one int64 per key row: np.unique over rows is slow
+    radix = int(kk.max()) + 1
+    code = np.zeros(len(kk), dtype=np.int64)
+    for col in kk.T:
+      code = code * radix + col
+    uniq, first, inverse = np.unique(code, return_index=True, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    order = np.argsort(inverse, kind='stable')
+    bounds = np.cumsum(np.bincount(inverse, minlength=len(uniq)))[:-1]
+    members = np.split(idx_all[order], bounds)
+    for u in np.argsort(first, kind='stable'):  # groups in order of first appearance
+      k0 = idx_all[first[u]]
+      types = (int(t1[k0]), -1 if on_field[k0] else int(t2[k0]))
+      mesh = (int(m1[k0]), int(m2[k0]))
+      out.append({'types': types, 'mesh': mesh, 'hfield': int(hid[k0]), 'pairs': members[u]})
   result = []
   multiccd = not m.opt.disableflags & DisableBit.MULTICCD
-  for grp in out.values():
+  for grp in out:
     idx = np.asarray(grp['pairs'])
     grp.update(
       geom1=np.asarray(cand['geom1'])[idx],
@@ -139,13 +158,11 @@ def groups(m: Model) -> list[dict[str, Any]]:
     grp.update(type1=ty1, type2=ty2)
     grp['convex'] = grp['hfield'] < 0 and _is_convex(*grp['types'])
     if grp['convex']:
-      from jaxsim.collision import convex
-
       # collide_convex_group's slots: mjc_Convex's maximum, one without multiccd
-      nslot = [convex.CONVEX_PAIRS[(a, b)] if multiccd else 1 for a, b in zip(ty1, ty2)]
+      nslot = conv_table[ty1, ty2] if multiccd else np.ones(len(idx), dtype=int)
       if len(np.unique(ty1)) > 1 or len(np.unique(ty2)) > 1:
         grp['types'] = (-1, -1)
-      grp.update(fn=None, ncon=max(nslot), nslot=np.asarray(nslot))
+      grp.update(fn=None, ncon=int(nslot.max()), nslot=np.asarray(nslot))
       result.append(grp)
       continue
     t1, t2 = grp['types']
@@ -171,8 +188,9 @@ def unsupported_pairs(m: Model) -> list[tuple[str, str]]:
   cand = m.collision_pairs
   gtype = np.asarray(m.geom_type)
   missing = set()
-  for g1, g2 in zip(cand['geom1'], cand['geom2'], strict=True):
-    t1, t2 = int(gtype[g1]), int(gtype[g2])
+  g1, g2 = np.asarray(cand['geom1'], dtype=int), np.asarray(cand['geom2'], dtype=int)
+  for t1, t2 in np.unique(np.stack([gtype[g1], gtype[g2]], axis=1).reshape(-1, 2), axis=0):
+    t1, t2 = int(t1), int(t2)
     if not _supported(t1, t2):
       missing.add((GeomType(t1).name.lower(), GeomType(t2).name.lower()))
   return sorted(missing)
