@@ -60,7 +60,10 @@ def crb(m: Model, d: Data) -> Data:
   qm = qm + jnp.diag(dof_armature(m))
   if m.ntendon:
     arm = tendon_armature(m)
-    qm = qm + jnp.einsum('t,ti,tj->ij', arm, d.ten_J, d.ten_J)
+    # only within M's sparsity (dof pairs on one ancestor chain): MuJoCo's sparse qM has no
+    # room for the terms of a tendon that couples two branches or two trees, and drops them
+    chain = jnp.asarray(anc | anc.T, dtype=dtype)
+    qm = qm + jnp.einsum('t,ti,tj->ij', arm, d.ten_J, d.ten_J) * chain
   return d.replace(qM=qm)
 
 
@@ -68,7 +71,13 @@ def factor_m(m: Model, d: Data) -> Data:
   """Cholesky factor of qM, lower triangular, in qLD (mj_factorM; dense, not MuJoCo's layout)."""
   if not m.nv:
     return d
-  return d.replace(qLD=jnp.linalg.cholesky(d.qM))
+  qld = jnp.linalg.cholesky(d.qM)
+  # MuJoCo 4 clamps L'DL pivots below mjMINVAL and counts mjWARN_INERTIA (0); a dense Cholesky
+  # of a singular M (redundant joints, no armature) has no pivot to clamp and leaves NaN (as
+  # MJX does), so only the warning is mirrored
+  singular = ~jnp.all(jnp.diagonal(qld) ** 2 >= math.MINVAL)
+  warning = d.warning.at[0].add(singular.astype(d.warning.dtype))
+  return d.replace(qLD=qld, warning=warning)
 
 
 def solve_m(m: Model, d: Data, x: jax.Array) -> jax.Array:

@@ -74,8 +74,11 @@ def fwd_velocity(m: Model, d: Data) -> Data:
 
 
 def _bias_of_qvel(m: Model, d: Data) -> jax.Array:
-  """qfrc_bias recomputed from d.qvel (for its velocity derivative)."""
-  return _bias(m, kinematics.com_vel(m, d.replace(ten_velocity=d.ten_J @ d.qvel)))
+  """The RNE bias recomputed from d.qvel, for its velocity derivative (mjd_rne_vel).
+
+  The tendon armature bias is left out, as mjd_rne_vel leaves it out.
+  """
+  return dynamics.rne(m, kinematics.com_vel(m, d))
 
 
 def xfrc_accumulate(m: Model, d: Data) -> jax.Array:

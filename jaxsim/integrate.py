@@ -153,7 +153,10 @@ def _passive_vel_deriv(m: Model, d: Data) -> jax.Array:
   if m.ntendon:
     tdamp, tpoly = passive.tendon_damping(m)
     b = _poly_force_deriv(tdamp, tpoly, d.ten_velocity)
-    out = out - d.ten_J.T @ (b[:, None] * d.ten_J)
+    # within qDeriv's sparsity (dof pairs on one ancestor chain), as MuJoCo's sparse qDeriv
+    anc = np.asarray(m.tree_dof_dof).astype(bool)
+    chain = jnp.asarray(anc | anc.T, dtype=out.dtype)
+    out = out - (d.ten_J.T @ (b[:, None] * d.ten_J)) * chain
   return out
 
 

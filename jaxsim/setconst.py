@@ -80,16 +80,23 @@ def _invweights(m: Model, d: Data, minv: np.ndarray, simple: np.ndarray):
   weld = np.asarray(m.body_weldid)
   dofnum = np.asarray(m.body_dofnum)
   mass = np.asarray(m.body_mass)
+  # mj_jac in NumPy on each body's own dof chain: eager JAX calls per body, or dense
+  # (nbody, 6, nv) Jacobians, take minutes on a scene of 100 humanoids
+  tree = np.asarray(m.tree_body_dof)
+  cdof, xipos = np.asarray(d.cdof), np.asarray(d.xipos)
+  com = np.asarray(d.subtree_com)[np.asarray(m.body_rootid)]
   for b in range(1, m.nbody):
     if dofnum[weld[b]] == 0 or not nv:
       continue
     if simple[b] == 2:
       body_iw[b] = (1 / max(MINVAL, mass[b]), 0.0)
       continue
-    jacp, jacr = kinematics.jac(m, d, d.xipos[b], b)
-    j = np.concatenate([np.asarray(jacp), np.asarray(jacr)])
-    a = j @ minv @ j.T
-    body_iw[b] = (np.trace(a[:3, :3]) / 3, np.trace(a[3:, 3:]) / 3)
+    dofs = np.flatnonzero(tree[b])
+    c = cdof[dofs]
+    jacr = c[:, :3].T
+    jacp = (c[:, 3:] + np.cross(c[:, :3], xipos[b] - com[b])).T
+    sub = minv[np.ix_(dofs, dofs)]
+    body_iw[b] = (((jacp @ sub) * jacp).sum() / 3, ((jacr @ sub) * jacr).sum() / 3)
   dof_iw = np.zeros(nv)
   jt, dofadr = np.asarray(m.jnt_type), np.asarray(m.jnt_dofadr)
   for j in range(m.njnt):
@@ -240,6 +247,28 @@ def _camera0(m: Model, d) -> dict[str, np.ndarray]:
   }
 
 
+def _inv_m(qm: np.ndarray) -> np.ndarray:
+  """M^-1 (nv, nv); for a singular M as MuJoCo 4's mj_factorM, pivots clamped at MINVAL."""
+  try:
+    if (np.diag(np.linalg.cholesky(qm)) ** 2 >= MINVAL).all():
+      return np.linalg.inv(qm)
+  except np.linalg.LinAlgError:
+    pass
+  # L'DL from the last dof back (mj_factorI), each pivot at least MINVAL (MuJoCo warns of an
+  # inertia matrix "too close to singular" and goes on)
+  a = np.array(qm, dtype=np.float64, copy=True)
+  n = len(a)
+  diag = np.zeros(n)
+  for k in range(n - 1, -1, -1):
+    diag[k] = max(a[k, k], MINVAL)
+    row = a[k, :k] / diag[k]
+    a[:k, :k] -= np.outer(a[k, :k], row)
+    a[k, :k] = row
+  low = np.tril(a, -1) + np.eye(n)  # M = low' diag low
+  inv_low = np.linalg.inv(low)
+  return inv_low @ (inv_low.T / diag[:, None])
+
+
 def set_const(compiled: dict[str, Any]) -> dict[str, Any]:
   """Every qpos0-dependent constant (mj_setConst + AutoSpringDamper), as float64 NumPy arrays.
 
@@ -252,7 +281,7 @@ def set_const(compiled: dict[str, Any]) -> dict[str, Any]:
     at = _position_fn(m64)
     d = at(m64.qpos0)
     qm = np.asarray(d.qM)
-    minv = np.linalg.inv(qm) if m64.nv else np.zeros((0, 0))
+    minv = _inv_m(qm)
     # dof_M0: the diagonal of the composite-inertia pass, armature included (mj_setM0)
     dof_m0 = np.diag(qm).copy()
     if m64.ntendon:
@@ -261,7 +290,7 @@ def set_const(compiled: dict[str, Any]) -> dict[str, Any]:
       dof_m0 -= np.einsum('t,ti,ti->i', arm, ten_j, ten_j)
     body_iw, dof_iw = _invweights(m64, d, minv, simple)
     ten_j = np.asarray(d.ten_J)
-    tendon_iw = np.einsum('ti,ij,tj->t', ten_j, minv, ten_j) if m64.nv else np.zeros(m64.ntendon)
+    tendon_iw = ((ten_j @ minv) * ten_j).sum(axis=1) if m64.nv else np.zeros(m64.ntendon)
     moment = np.asarray(d.actuator_moment)
     acc0 = np.linalg.norm(moment @ minv, axis=1) if m64.nv else np.zeros(m64.nu)
     eq_data = _eq_data(m64, d)

@@ -1,10 +1,13 @@
 """Trajectories of 500 steps agree with mj_step for every integrator; vmap and grad work.
 
-Pendulum (bundled), acrobot (dm_control suite) and a 10-link chain (bundled), constraints
+Pendulum (bundled), acrobot (dm_control suite), a 10-link chain (bundled) and tendons with armature
+and damping across trees and branches (tests/assets/tendon_trees.xml), constraints
 disabled in both engines, the same random control sequence in both.
 """
 
 from __future__ import annotations
+
+import os
 
 import jax
 import jax.numpy as jnp
@@ -29,6 +32,7 @@ MODELS = {
   'pendulum': next(p for p in bundled() if p.endswith('pendulum.xml')),
   'acrobot': next(p for p in dm_control_suite() if p.endswith('acrobot.xml')),
   'chain10': next(p for p in bundled() if p.endswith('chain10.xml')),
+  'tendon_trees': os.path.join(os.path.dirname(__file__), 'assets', 'tendon_trees.xml'),
 }
 
 
