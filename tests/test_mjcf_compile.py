@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import mujoco
 import numpy as np
 import pytest
@@ -52,7 +54,13 @@ FIELDS = (
 QUATS = 'body_quat geom_quat site_quat cam_quat'.split()
 
 
-@pytest.fixture(scope='module', params=all_models(), ids=model_id)
+# compiler features no suite model exercises
+ASSETS = [
+  os.path.join(os.path.dirname(__file__), 'assets', f) for f in ('replicate.xml', 'tendons.xml')
+]
+
+
+@pytest.fixture(scope='module', params=all_models() + ASSETS, ids=model_id)
 def pair(request):
   path = request.param
   return oracle.load(path), mujoco.MjModel.from_xml_path(path)
@@ -211,3 +219,37 @@ def test_libccd_flag_is_named_unsupported():
   xml = '<mujoco><option><flag nativeccd="disable"/></option><worldbody/></mujoco>'
   assert any('nativeccd' in u for u in jaxsim.load_string(xml).unsupported)
   assert not any('nativeccd' in u for u in jaxsim.load_string('<mujoco/>').unsupported)
+
+
+@pytest.mark.parametrize(
+  'key', ['qpos="1 2"', 'qpos="1 2 3 1 1"', 'qvel="3"', 'ctrl="0.5"', 'act=""', 'mpos="1 2"']
+)
+def test_short_keyframe_vectors_are_padded(key):
+  """A keyframe vector shorter than its size (MuJoCo's own solver/humanoid.xml has 25 of 27
+  qvel) is padded with the defaults; short mocap poses keep the body's pose (mujoco 4.0.0)."""
+  xml = f"""<mujoco><worldbody><body pos="0 0 1"><freejoint/><geom size=".1"/>
+    <body><joint name="a" ref="30"/><geom size=".1"/></body></body>
+    <body mocap="true" pos="1 1 1" euler="0 0 30"><geom size=".1"/></body></worldbody>
+    <actuator><motor joint="a"/><general joint="a" dyntype="integrator"/></actuator>
+    <keyframe><key {key}/></keyframe></mujoco>"""
+  m, mj = jaxsim.load_string(xml), mujoco.MjModel.from_xml_string(xml)
+  for f in ('qpos', 'qvel', 'act', 'ctrl', 'mpos', 'mquat'):
+    _close(f'key_{f}', getattr(m, f'key_{f}'), getattr(mj, f'key_{f}'))
+
+
+def test_singular_mass_matrix():
+  """Four slide joints in three dimensions (MJX's test_data/actuator/general_dyntype.xml): M is
+  singular. MuJoCo 4 clamps the L'DL pivots at mjMINVAL, so the constants from M^-1 come out
+  near 1e15; jaxsim computes them the same way and counts mjWARN_INERTIA in forward."""
+  xml = """<mujoco><worldbody><body><joint type="slide" axis="1 0 0"/>
+    <joint type="slide" axis="0 1 0"/><joint type="slide" axis="0 0 1"/>
+    <joint name="j" type="slide" axis="1 1 0"/><geom type="box" size=".05 .05 .05" mass="1"/>
+    </body></worldbody><actuator><motor joint="j" gear="2"/></actuator></mujoco>"""
+  m, mj = jaxsim.load_string(xml), mujoco.MjModel.from_xml_string(xml)
+  for f in ('dof_invweight0', 'actuator_acc0'):
+    _close(f, getattr(m, f), getattr(mj, f))
+  md = mujoco.MjData(mj)
+  mujoco.mj_forward(mj, md)
+  d = jaxsim.forward(m, jaxsim.make_data(m))
+  assert md.warning[mujoco.mjtWarning.mjWARN_INERTIA].number > 0
+  assert int(d.warning[int(mujoco.mjtWarning.mjWARN_INERTIA)]) == 1

@@ -1150,14 +1150,14 @@ CASES = [
   C(
     'spatial-tendon-starts-with-geom',
     model(top='<tendon>\n<spatial>\n<geom geom="g"/>\n<site site="s"/>\n</spatial>\n</tendon>'),
-    'each spatial tendon branch must start and end with a site',
+    'wrapping geom at path element 0 is not between two sites',
     '<spatial>',
     'spatial',
   ),
   C(
     'spatial-tendon-one-site',
     model(top='<tendon>\n<spatial>\n<site site="s"/>\n</spatial>\n</tendon>'),
-    'each spatial tendon branch must start and end with a site',
+    'site at path element 0 needs a neighbour that is not a pulley',
     '<spatial>',
     'spatial',
   ),

@@ -18,6 +18,7 @@ from jaxsim.errors import ModelError
 from jaxsim.mjcf import frames, fuse, inertia, schema
 from jaxsim.mjcf.defaults import BUILTIN, Defaults
 from jaxsim.mjcf.parse import Element
+from jaxsim.mjcf.replicate import expand as expand_replicates
 
 MINVAL = 1e-15
 EPS = 1e-14
@@ -741,8 +742,17 @@ class _Compiler:
         body.setdefault(tag + 's', []).append(attrs)
 
   def replicate(self, elem: Element, body: dict, cls: str, fpos, fquat):
-    """Expands `<replicate>`: `count` copies, each offset and rotated from the previous one."""
-    attrs = schema.read_attrs(elem, schema.REPLICATE)
+    """Expands `<replicate>`: `count` copies, each offset and rotated from the previous one.
+
+    Names get this replicate's suffix, then those of the replicates around it (`_post`, set by
+    _suffixed): MuJoCo expands the innermost replicate first. MuJoCo reads no other attribute
+    of `<replicate>` and ignores any it does not know, so jaxsim does too.
+    """
+    post = elem.attrs.get('_post', '')
+    known = {k: v for k, v in elem.attrs.items() if k in schema.REPLICATE}
+    attrs = schema.read_attrs(
+      Element('replicate', known, [], elem.file, elem.line), schema.REPLICATE
+    )
     if 'count' not in attrs:
       raise elem.error('missing required attribute', attribute='count')
     count = attrs['count']
@@ -760,7 +770,7 @@ class _Compiler:
     for i in range(count):
       # The orientation is recomputed from i*euler rather than accumulated, as MuJoCo does.
       quat = frames.resolve_orientation({'euler': i * euler}, self.degree(), seq, elem)
-      suffix = attrs.get('sep', '') + str(i).rjust(digits, '0')
+      suffix = attrs.get('sep', '') + str(i).rjust(digits, '0') + post
       copy_elem = _suffixed(Element('frame', {}, elem.children, elem.file, elem.line), suffix)
       p, q = frames.frame_accum(fpos, fquat, pos, quat)
       self.read_body_children(copy_elem, body, sub, p, q)
@@ -1482,24 +1492,23 @@ class _Compiler:
     self.tendons = tendons
 
   def check_spatial(self, t: Element, wraps):
-    """Validates a spatial tendon path: sites at both ends, geoms between sites (MuJoCo's rules)."""
-    types = [w[0] for w in wraps]
-    if not types:
-      return
-    segments, cur = [], []
-    for w in types:
+    """Validates a spatial tendon path with MuJoCo's rules (mjCTendon::Compile)."""
+    n = len(wraps)
+    for i, (w, obj, _) in enumerate(wraps):
+      prev = wraps[i - 1][0] if i > 0 else None
+      nxt = wraps[i + 1][0] if i < n - 1 else None
       if w == WRAP_PULLEY:
-        segments.append(cur)
-        cur = []
-      else:
-        cur.append(w)
-    segments.append(cur)
-    for seg in segments:
-      if len(seg) < 2 or seg[0] != WRAP_SITE or seg[-1] != WRAP_SITE:
-        raise t.error('each spatial tendon branch must start and end with a site')
-      for a, b in zip(seg[:-1], seg[1:], strict=True):
-        if a != WRAP_SITE and b != WRAP_SITE:
-          raise t.error('two wrapping geoms in a row in a spatial tendon; put a site between')
+        if prev == WRAP_PULLEY:
+          raise t.error(f'consecutive pulleys in a spatial tendon (path element {i})')
+        if nxt is None:
+          raise t.error('a spatial tendon path must not end with a pulley')
+      elif w == WRAP_SITE:
+        if prev in (None, WRAP_PULLEY) and nxt in (None, WRAP_PULLEY):
+          raise t.error(f'site at path element {i} needs a neighbour that is not a pulley')
+        if nxt == WRAP_SITE and wraps[i + 1][1] == obj:
+          raise t.error(f'site at path element {i} is repeated')
+      elif prev != WRAP_SITE or nxt != WRAP_SITE:
+        raise t.error(f'wrapping geom at path element {i} is not between two sites')
 
   # ---------------------------------------------------------------- actuators
 
@@ -2043,9 +2052,15 @@ class _Compiler:
           ('mquat', 4 * nmocap),
         ):
           if field in a:
-            if len(a[field]) != n:
-              raise e.error(f'expected {n} values, got {len(a[field])}', attribute=field)
-            k[field] = a[field]
+            v = np.asarray(a[field], dtype=float)
+            if len(v) > n:
+              raise e.error(f'expected {n} values, got {len(v)}', attribute=field)
+            # MuJoCo 4 pads a short qpos/qvel/act/ctrl with the defaults and keeps the
+            # default mocap poses when mpos/mquat are short
+            if len(v) == n:
+              k[field] = v
+            elif field not in ('mpos', 'mquat'):
+              k[field][: len(v)] = v
         # MuJoCo normalises the quaternions of ball and free joints (and mocap bodies).
         for j in self.joints:
           if j['type'] in (JNT_FREE, JNT_BALL):
@@ -2151,6 +2166,10 @@ def _has_mass(b: dict) -> bool:
 def _suffixed(elem: Element, suffix: str) -> Element:
   """A copy of a body subtree whose element names carry `suffix` (replicate's naming)."""
   attrs = dict(elem.attrs)
+  if elem.tag == 'replicate':
+    # a nested replicate appends its own suffix first (see _Compiler.replicate)
+    attrs['_post'] = suffix
+    return Element(elem.tag, attrs, elem.children, elem.file, elem.line)
   if attrs.get('name'):
     attrs['name'] += suffix
   kids = [_suffixed(c, suffix) for c in elem.children]
@@ -2242,4 +2261,4 @@ def compile_tree(
   root: Element, directory: str, read: Callable[[str], bytes], model_file: str
 ) -> Compiled:
   """Compiles a parsed, include-expanded MJCF tree into MuJoCo-named arrays."""
-  return _Compiler(root, directory, read, model_file).run()
+  return _Compiler(expand_replicates(root), directory, read, model_file).run()
