@@ -75,7 +75,11 @@ def factor_m(m: Model, d: Data) -> Data:
   # MuJoCo 4 clamps L'DL pivots below mjMINVAL and counts mjWARN_INERTIA (0); a dense Cholesky
   # of a singular M (redundant joints, no armature) has no pivot to clamp and leaves NaN (as
   # MJX does), so only the warning is mirrored
-  singular = ~jnp.all(jnp.diagonal(qld) ** 2 >= math.MINVAL)
+  # (a NaN qM, from a NaN qpos, is not counted: MuJoCo's pivot test is false for NaN)
+  piv = jnp.diagonal(qld)
+  singular = jnp.any(piv**2 < math.MINVAL) | (
+    jnp.all(jnp.isfinite(d.qM)) & ~jnp.all(jnp.isfinite(piv))
+  )
   warning = d.warning.at[0].add(singular.astype(d.warning.dtype))
   return d.replace(qLD=qld, warning=warning)
 

@@ -253,3 +253,37 @@ def test_singular_mass_matrix():
   d = jaxsim.forward(m, jaxsim.make_data(m))
   assert md.warning[mujoco.mjtWarning.mjWARN_INERTIA].number > 0
   assert int(d.warning[int(mujoco.mjtWarning.mjWARN_INERTIA)]) == 1
+
+
+def _png_images():
+  """(name, PIL image) in the PNG variants MuJoCo's lodepng turns into 8-bit grey."""
+  from PIL import Image
+
+  rng = np.random.default_rng(3)
+  rgb = rng.integers(0, 256, (7, 5, 3), dtype=np.uint8)
+  grey16 = rng.integers(0, 65536, (6, 9), dtype=np.uint16)
+  return [
+    ('grey8', Image.fromarray(rgb[..., 1])),
+    ('rgb', Image.fromarray(rgb)),
+    ('rgba', Image.fromarray(np.dstack([rgb, rgb[..., :1]]))),
+    ('palette', Image.fromarray(rgb).quantize(16)),
+    ('grey16', Image.fromarray(grey16)),
+    ('flat', Image.fromarray(np.full((3, 4), 9, dtype=np.uint8))),
+  ]
+
+
+@pytest.mark.parametrize(
+  'name, image', _png_images(), ids=lambda x: x if isinstance(x, str) else ''
+)
+def test_png_height_field(tmp_path, name, image):
+  """PNG height fields (MJX's barkour model has one) as MuJoCo reads them: lodepng's 8-bit grey
+  (the red channel, the high byte of 16-bit samples), rows bottom-up, scaled to [0, 1]."""
+  image.save(tmp_path / 'h.png')
+  path = tmp_path / 'm.xml'
+  path.write_text(
+    '<mujoco><asset><hfield name="h" file="h.png" size="1 2 .3 .1"/></asset>'
+    '<worldbody><geom type="hfield" hfield="h"/></worldbody></mujoco>'
+  )
+  m, mj = jaxsim.load(str(path)), mujoco.MjModel.from_xml_path(str(path))
+  for f in ('hfield_nrow', 'hfield_ncol', 'hfield_adr', 'hfield_data'):
+    _close(f, getattr(m, f), getattr(mj, f))

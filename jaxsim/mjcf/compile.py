@@ -8,6 +8,7 @@ at qpos0 (MuJoCo's mj_setConst: tendon_length0, dof_invweight0, ...) are filled 
 from __future__ import annotations
 
 import copy
+import io
 import math
 import os
 from collections.abc import Callable
@@ -655,7 +656,12 @@ class _Compiler:
           raw = self.read(path)
         except OSError as err:
           raise elem.error(f'cannot read hfield file {path!r}: {err.strerror}', 'file') from err
-        data, nrow, ncol = _read_hfield(elem, raw, path)
+        content = a.get('content_type') or (
+          'image/png' if path.lower().endswith('.png') else 'image/vnd.mujoco.hfield'
+        )
+        if content not in ('image/png', 'image/vnd.mujoco.hfield'):
+          raise elem.error(f'unsupported content type: {content!r}', attribute='content_type')
+        data, nrow, ncol = _read_hfield(elem, raw, path, content == 'image/png')
       else:
         if nrow <= 0 or ncol <= 0:
           raise elem.error('hfield nrow and ncol must be positive', attribute='nrow')
@@ -745,11 +751,15 @@ class _Compiler:
     """Expands `<replicate>`: `count` copies, each offset and rotated from the previous one.
 
     Names get this replicate's suffix, then those of the replicates around it (`_post`, set by
-    _suffixed): MuJoCo expands the innermost replicate first. MuJoCo reads no other attribute
-    of `<replicate>` and ignores any it does not know, so jaxsim does too.
+    _suffixed): MuJoCo expands the innermost replicate first. MuJoCo ignores attributes of
+    `<replicate>` it does not know; jaxsim loads such a model too and lists them as unsupported.
     """
     post = elem.attrs.get('_post', '')
     known = {k: v for k, v in elem.attrs.items() if k in schema.REPLICATE}
+    for k in sorted(set(elem.attrs) - set(known) - {'_post'}):
+      self.note_unsupported(
+        f'attribute {k!r} of <replicate> ({elem.file}:{elem.line}) is ignored, as MuJoCo does'
+      )
     attrs = schema.read_attrs(
       Element('replicate', known, [], elem.file, elem.line), schema.REPLICATE
     )
@@ -2107,19 +2117,42 @@ class _Compiler:
 _GEOM_NAMES = ['plane', 'hfield', 'sphere', 'capsule', 'ellipsoid', 'cylinder', 'box', 'mesh']
 
 
-def _read_hfield(elem: Element, raw: bytes, path: str):
-  """Height data from MuJoCo's binary hfield format (int32 nrow, ncol, then float32 data)."""
-  if path.lower().endswith('.png'):
-    raise elem.error('PNG height fields are not supported by jaxsim yet', attribute='file')
-  if len(raw) < 8:
-    raise elem.error(f'hfield file {path!r} is too short', attribute='file')
-  nrow, ncol = (int(x) for x in np.frombuffer(raw[:8], dtype='<i4'))
-  if nrow <= 0 or ncol <= 0 or len(raw) != 8 + 4 * nrow * ncol:
-    raise elem.error(f'hfield file {path!r} has an inconsistent size', attribute='file')
-  data = np.frombuffer(raw[8:], dtype='<f4').astype(float)
+def _read_hfield(elem: Element, raw: bytes, path: str, png: bool):
+  """Height data, rows bottom-up and scaled to [0, 1] (mjCHField::Compile), from a PNG or from
+  MuJoCo's binary hfield format (int32 nrow, ncol, then float32 data)."""
+  if png:
+    grey = _png_grey(elem, raw, path)
+    nrow, ncol = grey.shape
+    data = grey.astype(np.float32).reshape(-1)
+  else:
+    if len(raw) < 8:
+      raise elem.error(f'hfield file {path!r} is too short', attribute='file')
+    nrow, ncol = (int(x) for x in np.frombuffer(raw[:8], dtype='<i4'))
+    if nrow <= 0 or ncol <= 0 or len(raw) != 8 + 4 * nrow * ncol:
+      raise elem.error(f'hfield file {path!r} has an inconsistent size', attribute='file')
+    data = np.frombuffer(raw[8:], dtype='<f4')
+  # in single precision, as MuJoCo's float elevation data
   lo, hi = data.min(), data.max()
-  data = (data - lo) / (hi - lo) if hi > lo else np.zeros_like(data)
-  return data.reshape(nrow, ncol)[::-1].reshape(-1), nrow, ncol
+  data = data - lo
+  if hi - lo > 1e-14:  # mjEPS
+    data = data / (hi - lo)
+  return data.astype(float).reshape(nrow, ncol)[::-1].reshape(-1), nrow, ncol
+
+
+def _png_grey(elem: Element, raw: bytes, path: str) -> np.ndarray:
+  """A PNG as MuJoCo reads it for a height field (lodepng to 8-bit grey): the grey or red
+  channel, the high byte of 16-bit samples, (rows, columns) top-down."""
+  # Pillow decodes every PNG variant (bit depths, palettes, Adam7 interlacing) in C
+  from PIL import Image, UnidentifiedImageError
+
+  try:
+    img = Image.open(io.BytesIO(raw))
+    img.load()
+  except (OSError, UnidentifiedImageError, ValueError) as err:
+    raise elem.error(f'error decoding PNG file {path!r}: {err}', attribute='file') from None
+  if img.mode.startswith('I'):  # 16-bit grey
+    return (np.asarray(img).astype(np.int64) >> 8).astype(np.uint8)
+  return np.asarray(img.convert('RGBA'))[..., 0]
 
 
 def _sameframe(pos, quat, ipos=None, iquat=None) -> np.ndarray:
