@@ -132,9 +132,13 @@ DISCARD = """
       <geom type="mesh" mesh="col"/>
       <geom name="paired" type="sphere" size="0.1" contype="0" conaffinity="0"/>
       <geom type="box" size="0.1 0.1 0.1" contype="0" conaffinity="0" group="2"/>
+      <site name="s1" pos="0 0 .3"/>
     </body>
+    <site name="s0" pos=".3 0 2"/>
+    <geom name="wrapped" size="0.1" contype="0" conaffinity="0" pos="0 0 1.5"/>
   </worldbody>
   <contact><pair geom1="floor" geom2="paired"/></contact>
+  <tendon><spatial><site site="s0"/><geom geom="wrapped"/><site site="s1"/></spatial></tendon>
 </mujoco>
 """
 

@@ -36,7 +36,9 @@ def _referenced(root: Element, keys: tuple[str, ...], sections: tuple[str, ...] 
     if sections is not None and sec.tag not in sections:
       continue
     for e in _walk(sec):
-      if e.tag in ('body', 'geom', 'site', 'joint', 'mesh'):
+      # the tree's and assets' own elements define names; a tendon's <geom>, <site> and
+      # <joint> path elements reference them
+      if sec.tag != 'tendon' and e.tag in ('body', 'geom', 'site', 'joint', 'mesh'):
         continue
       out.update(v for k, v in e.attrs.items() if k in keys)
   return out
