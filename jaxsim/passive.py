@@ -314,14 +314,17 @@ def _ellipsoid(m: Model, d: Data, geoms: np.ndarray):
   a_max = jnp.pi * d_max * d_mid
   magnus_force = jnp.cross(ang, lin) * (magnus * density * volume)[:, None]
 
-  # projection of the ellipsoid along the velocity: area and the cosine to its normal
-  p = jnp.stack([s1 * s2, s2 * s0, s0 * s1], axis=-1)
-  proj_denom = jnp.sum(p**4 * lin**2, axis=-1)
-  proj_num = jnp.sum((p * lin) ** 2, axis=-1)
-  a_proj = jnp.pi * _safe_sqrt(proj_denom / jnp.maximum(math.MINVAL, proj_num))
-  norm = p**2 * lin
+  # projection of the ellipsoid along the velocity direction: area and the cosine to its
+  # normal. mujoco 4 computes these scale-free (its force is exactly quadratic in the speed,
+  # down to 1e-12 m/s on a 1 mm thin card): from the unit direction, not clamped at mjMINVAL
   speed = math.safe_norm(lin)
-  cos_alpha = proj_num / jnp.maximum(math.MINVAL, speed * proj_denom)
+  unit = lin / jnp.where(speed > 0, speed, 1.0)[:, None]
+  p = jnp.stack([s1 * s2, s2 * s0, s0 * s1], axis=-1)
+  proj_denom = jnp.sum(p**4 * unit**2, axis=-1)
+  proj_num = jnp.sum((p * unit) ** 2, axis=-1)
+  a_proj = jnp.pi * _safe_sqrt(proj_denom / jnp.where(proj_num > 0, proj_num, 1.0))
+  norm = p**2 * unit
+  cos_alpha = proj_num / jnp.where(proj_denom > 0, proj_denom, 1.0)
   kutta_circ = jnp.cross(norm, lin) * (kutta * density * cos_alpha * a_proj)[:, None]
   kutta_force = jnp.cross(kutta_circ, lin)
 

@@ -213,9 +213,12 @@ def load_path(path: str, **opt):
 def _slots(m: Model) -> dict[tuple[int, int], tuple[int, int]]:
   """(geom1, geom2) -> (first slot, number of slots) of every candidate pair."""
   out, base = {}, 0
-  for grp in driver.groups(m):
+  grps = driver.groups(m)
+  # Data.contact holds the collider slots in mj_collision's order; a pair's stay together
+  where = np.argsort(driver.slot_order(m, grps))
+  for grp in grps:
     for g1, g2, n in zip(grp['geom1'], grp['geom2'], grp['nslot'], strict=True):
-      out[(int(g1), int(g2))] = (base, int(n))
+      out[(int(g1), int(g2))] = (int(where[base]), int(n))
       base += int(n)
   return out
 
@@ -429,7 +432,8 @@ def test_condim_as_driver():
     return 0
 
   jax.eval_shape(params)  # traced, not run: dim is static
-  np.testing.assert_array_equal(constraint.layout(m).contact_dim, np.concatenate(dims))
+  order = driver.slot_order(m, driver.groups(m))
+  np.testing.assert_array_equal(constraint.layout(m).contact_dim, np.concatenate(dims)[order])
 
 
 @pytest.mark.parametrize('flag', ['CONSTRAINT', 'EQUALITY', 'FRICTIONLOSS', 'LIMIT', 'CONTACT'])

@@ -242,6 +242,33 @@ def _default_budget(g1: np.ndarray, g2: np.ndarray, nslot: np.ndarray) -> int:
   return int(np.ceil(1.5 * best.sum()))
 
 
+def slot_order(m: Model, grps: list[dict[str, Any]]) -> np.ndarray:
+  """Permutation of the collider slots (the groups' pairs and slots, concatenated) into the
+  order mj_collision emits contacts.
+
+  MuJoCo walks body pairs by signature (lower body id << 16 plus the higher), each body pair's
+  <pair>s first (in pair order), then its geom pairs by (geom1, geom2) as the contact stores
+  them (mj_collideTree's contactSort); a pair's contacts keep their collider order.
+  """
+  if not grps:
+    return np.zeros(0, np.int64)
+  cat = lambda k: np.concatenate([np.asarray(g[k]) for g in grps]).astype(np.int64)  # noqa: E731
+  g1, g2, ipair, nslot = cat('geom1'), cat('geom2'), cat('ipair'), cat('nslot')
+  body = np.asarray(m.geom_bodyid).astype(np.int64)
+  b1, b2 = body[g1], body[g2]
+  sig = (np.minimum(b1, b2) << 16) + np.maximum(b1, b2)
+  explicit = ipair >= 0
+  if explicit.any():
+    sig = np.where(explicit, np.asarray(m.pair_signature)[np.maximum(ipair, 0)], sig)
+  first = np.where(explicit, ipair, g1)
+  second = np.where(explicit, 0, g2)
+  order = np.lexsort((second, first, ~explicit, sig))
+  start = np.concatenate([[0], np.cumsum(nslot)[:-1]])
+  n = nslot[order]
+  within = np.arange(n.sum()) - np.repeat(np.cumsum(n) - n, n)
+  return np.repeat(start[order], n) + within
+
+
 def budget(m: Model) -> Budget:
   """The static slot layout of a model's contacts (see Budget)."""
   grps = groups(m) if 'collision_pairs' in m.fields() else []
@@ -252,7 +279,7 @@ def budget(m: Model) -> Budget:
   nslot = np.concatenate([g['nslot'] for g in grps])
   g1 = np.concatenate([g['geom1'] for g in grps])
   g2 = np.concatenate([g['geom2'] for g in grps])
-  dim_full = np.repeat(pdim, nslot).astype(np.int32)
+  dim_full = np.repeat(pdim, nslot).astype(np.int32)[slot_order(m, grps)]
   nfull = len(dim_full)
   req = _requested(m)
   classes = []
@@ -292,10 +319,12 @@ def contact_slots(m: Model) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     neg = np.full(b.ncon, -1, np.int32)
     return neg, neg.copy(), b.dim
   g1, g2 = [], []
-  for grp in groups(m):
+  grps = groups(m)
+  for grp in grps:
     g1.append(np.repeat(grp['geom1'], grp['nslot']))
     g2.append(np.repeat(grp['geom2'], grp['nslot']))
-  cat = lambda x: np.concatenate(x).astype(np.int32) if x else np.zeros(0, np.int32)  # noqa: E731
+  order = slot_order(m, grps)
+  cat = lambda x: np.concatenate(x)[order].astype(np.int32) if x else np.zeros(0, np.int32)  # noqa: E731
   return cat(g1), cat(g2), b.dim
 
 
@@ -524,7 +553,8 @@ def collision(m: Model, d: Data) -> Data:
   slot_pair, npair = [], 0
   overflow = jnp.array(False)
   requested = m.collision_pairs.get('max_geom_pairs')
-  for grp in groups(m):
+  grps = groups(m)
+  for grp in grps:
     g1, g2, ipair, n = grp['geom1'], grp['geom2'], grp['ipair'], grp['ncon']
     margin, gap = _margin_gap(m, g1, g2, ipair)
     ok, sgap = broadphase.sphere_test(m, d, g1, g2, margin + gap)
@@ -604,11 +634,13 @@ def collision(m: Model, d: Data) -> Data:
     pair['geom2'].append(g2)
     slot_pair.append(np.repeat(np.arange(npair, npair + len(g1)), grp['nslot']))
     npair += len(g1)
-  slots = {k: jnp.concatenate(v) for k, v in slot.items()}
+  # Data.contact in mj_collision's order (a static gather)
+  order = slot_order(m, grps)
+  slots = {k: jnp.concatenate(v)[order] for k, v in slot.items()}
   pairs_ = {k: jnp.concatenate(pair[k]) for k in _PAIR_FIELDS}
   for k in ('geom1', 'geom2', 'dim'):
     pairs_[k] = np.concatenate(pair[k]).astype(np.int32)
-  slot_pair = np.concatenate(slot_pair)
+  slot_pair = np.concatenate(slot_pair)[order]
   warning = d.warning
   if b.capped:
     fields, full = _compact(b, slots, slot_pair, pairs_)
