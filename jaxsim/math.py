@@ -21,10 +21,10 @@ def safe_norm(x: jax.Array, axis: int = -1, keepdims: bool = False) -> jax.Array
 
 
 def normalize(x: jax.Array, fallback: jax.Array) -> tuple[jax.Array, jax.Array]:
-  """(x / |x|, |x|); `fallback` where |x| < mjMINVAL, as mju_normalize3/4."""
+  """(x / |x|, |x|); `fallback` where |x| < mjMINVAL, as mju_normalize3 (times 1/|x|)."""
   n = safe_norm(x, keepdims=True)
   small = n < MINVAL
-  unit = jnp.where(small, fallback, x / jnp.where(small, 1.0, n))
+  unit = jnp.where(small, fallback, x * (1.0 / jnp.where(small, 1.0, n)))
   return unit, n[..., 0]
 
 
@@ -33,9 +33,28 @@ def normalize3(v: jax.Array) -> tuple[jax.Array, jax.Array]:
   return normalize(v, jnp.array([1.0, 0.0, 0.0], dtype=v.dtype))
 
 
+@jax.custom_jvp
 def quat_normalize(q: jax.Array) -> jax.Array:
-  """mju_normalize4: unit quaternion; identity for a null quaternion."""
-  return normalize(q, jnp.array([1.0, 0.0, 0.0, 0.0], dtype=q.dtype))[0]
+  """mju_normalize4: unit quaternion; identity for a null quaternion.
+
+  As MuJoCo, a quaternion within mjMINVAL of unit length is returned as it is: its last bits
+  decide, e.g., whether a box placed exactly on a plane touches it (dist 0, no constraint row)
+  or sinks by 1e-16. The derivative is that of q / |q| all the same.
+  """
+  unit = normalize(q, jnp.array([1.0, 0.0, 0.0, 0.0], dtype=q.dtype))[0]
+  n = safe_norm(q, keepdims=True)
+  return jnp.where(jnp.abs(n - 1.0) <= MINVAL, q, unit)
+
+
+@quat_normalize.defjvp
+def _quat_normalize_jvp(primals, tangents):
+  (q,), (dq,) = primals, tangents
+  n = safe_norm(q, keepdims=True)
+  small = n < MINVAL
+  inv = 1.0 / jnp.where(small, 1.0, n)
+  u = q * inv
+  dout = (dq - u * jnp.sum(u * dq, axis=-1, keepdims=True)) * inv
+  return quat_normalize(q), jnp.where(small, 0.0, dout)
 
 
 def quat_mul(a: jax.Array, b: jax.Array) -> jax.Array:

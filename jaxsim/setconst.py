@@ -140,15 +140,18 @@ def _eq_data(m: Model, d: Data) -> np.ndarray:
   return data
 
 
-def _dampratio(m: Model, moment: np.ndarray, dof_m0: np.ndarray) -> np.ndarray:
-  """biasprm with biasprm[2] > 0 of position-like actuators turned into -kv (set0)."""
+def _dampratio(m: Model, moment: np.ndarray, minv: np.ndarray) -> np.ndarray:
+  """biasprm with biasprm[2] > 0 of position-like actuators turned into -kv (set0).
+
+  mujoco 4 takes the reflected inertia 1 / (J M^-1 J') at qpos0, not the sum of dof_M0 over
+  the squared transmission (refsite.xml, tendon_dampratio.xml of MuJoCo's tests tell).
+  """
   biasprm = np.array(m.actuator_biasprm, dtype=np.float64, copy=True)
   gainprm = np.asarray(m.actuator_gainprm)
   for i in range(m.nu):
     if gainprm[i, 0] != -biasprm[i, 1] or biasprm[i, 2] <= 0:
       continue
-    trn2 = moment[i] ** 2
-    mass = np.sum(np.where(trn2 > MINVAL, dof_m0 / np.where(trn2 > MINVAL, trn2, 1.0), 0.0))
+    mass = 1.0 / max(MINVAL, float(moment[i] @ minv @ moment[i]))
     biasprm[i, 2] = -biasprm[i, 2] * 2 * np.sqrt(gainprm[i, 0] * mass)
   return biasprm
 
@@ -294,7 +297,7 @@ def set_const(compiled: dict[str, Any]) -> dict[str, Any]:
     moment = np.asarray(d.actuator_moment)
     acc0 = np.linalg.norm(moment @ minv, axis=1) if m64.nv else np.zeros(m64.nu)
     eq_data = _eq_data(m64, d)
-    biasprm = _dampratio(m64, moment, dof_m0)
+    biasprm = _dampratio(m64, moment, minv)
     stats = _statistics(m64, d, qm, m64.statistic)
     fields: dict[str, Any] = {
       'dof_M0': dof_m0,

@@ -84,12 +84,8 @@ def test_counts(pair):
 
 
 @pytest.mark.parametrize('field', FIELDS)
-def test_field(pair, field, request):
+def test_field(pair, field):
   m, mj = pair
-  if field == 'actuator_biasprm' and m.model_name == 'features':
-    # the dampratio -> kv of the `gimbal` position actuator (with timeconst) is 2.8% off
-    # MuJoCo's; not yet understood (see the issue notes). Strict: it must start failing.
-    request.applymarker(pytest.mark.xfail(strict=True, reason='dampratio with timeconst'))
   _close(field, getattr(m, field), getattr(mj, field))
 
 
@@ -287,3 +283,19 @@ def test_png_height_field(tmp_path, name, image):
   m, mj = jaxsim.load(str(path)), mujoco.MjModel.from_xml_path(str(path))
   for f in ('hfield_nrow', 'hfield_ncol', 'hfield_adr', 'hfield_data'):
     _close(f, getattr(m, f), getattr(mj, f))
+
+
+def test_dampratio_uses_reflected_inertia():
+  """Position actuators with dampratio on a coupled chain, through a joint, a tendon and a site
+  with refsite: mujoco 4 sets kv from the reflected inertia 1 / (J M^-1 J') at qpos0."""
+  xml = """<mujoco><worldbody><site name="ref" pos="0 0 .5"/>
+    <body><joint name="a" axis="0 1 0" armature=".01"/><geom type="capsule" fromto="0 0 0 .3 0 0"
+    size=".03"/><body pos=".3 0 0"><joint name="b" axis="0 1 0"/><geom type="capsule"
+    fromto="0 0 0 .3 0 0" size=".03"/><site name="tip" pos=".3 0 0"/></body></body></worldbody>
+    <tendon><fixed name="t"><joint joint="a" coef="1"/><joint joint="b" coef="-.5"/></fixed>
+    </tendon><actuator><position joint="b" kp="10" dampratio="1"/>
+    <position tendon="t" kp="5" dampratio=".7"/>
+    <position site="tip" refsite="ref" gear="0 0 1 0 0 0" kp="20" dampratio="1.3"/>
+    </actuator></mujoco>"""
+  m, mj = jaxsim.load_string(xml), mujoco.MjModel.from_xml_string(xml)
+  _close('actuator_biasprm', m.actuator_biasprm, mj.actuator_biasprm)
