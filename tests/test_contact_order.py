@@ -59,3 +59,24 @@ def test_contacts_and_rows_in_mujoco_order(pair, seed):
   theirs = md.efc_J.reshape(md.nefc, mj.nv)
   oracle.assert_close('efc_J', np.asarray(d.efc_J)[rows], theirs, atol=1e-12)
   oracle.assert_close('qacc', d.qacc, md.qacc, rtol=1e-6)
+
+
+def test_box_placed_exactly_on_the_floor():
+  """Boxes placed at exactly their half height on a plane, turned about z (as MuJoCo's
+  stonehenge.xml): MuJoCo's contacts have dist exactly 0 and no constraint rows. jaxsim
+  keeps a unit quaternion's bits as mju_normalize4 does, so it agrees row for row."""
+  bodies = ''.join(
+    f'<body pos="{k} 0 .4" euler="0 0 {12 * k + 6}"><freejoint/>'
+    '<geom type="box" size=".3 .2 .4"/></body>'
+    for k in range(4)
+  )
+  xml = f'<mujoco><worldbody><geom type="plane" size="5 5 .1"/>{bodies}</worldbody></mujoco>'
+  m, mj = jaxsim.load_string(xml), mujoco.MjModel.from_xml_string(xml)
+  md = mujoco.MjData(mj)
+  mujoco.mj_forward(mj, md)
+  assert md.ncon >= 8 and not (md.contact.dist[: md.ncon]).any() and md.nefc == 0
+  d = jaxsim.forward(m, jaxsim.make_data(m))
+  act = np.asarray(d.contact.active)
+  np.testing.assert_array_equal(np.asarray(d.contact.dist)[act], md.contact.dist)
+  assert int(np.asarray(d.efc_active).sum()) == 0
+  oracle.assert_close('qacc', d.qacc, md.qacc)

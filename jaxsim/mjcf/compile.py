@@ -1037,7 +1037,7 @@ class _Compiler:
             raise where.error("inertia must satisfy A + B >= C; use 'balanceinertia' to fix")
       b['ipos'], b['iquat'], b['mass'], b['inertia'] = (
         ipos,
-        iquat / np.linalg.norm(iquat),
+        frames.normvec(iquat),
         mass,
         inert,
       )
@@ -1227,7 +1227,7 @@ class _Compiler:
     out['body_geomnum'] = np.array([len(b['geoms']) for b in bodies])
     out['body_geomadr'] = _adr(out['body_geomnum'], empty=-1)
     out['body_pos'] = np.array([b['pos'] for b in bodies])
-    out['body_quat'] = np.array([b['quat'] / np.linalg.norm(b['quat']) for b in bodies])
+    out['body_quat'] = np.array([frames.normvec(b['quat']) for b in bodies])
     out['body_ipos'] = np.array([b.get('ipos', np.zeros(3)) for b in bodies])
     out['body_iquat'] = np.array([b.get('iquat', np.array([1.0, 0, 0, 0])) for b in bodies])
     out['body_mass'] = np.array([b.get('mass', 0.0) for b in bodies])
@@ -1269,7 +1269,7 @@ class _Compiler:
     for j in joints:
       b = bodies[j['body']]
       if j['type'] == JNT_FREE:
-        pose = np.concatenate([b['xpos0'], b['xquat0'] / np.linalg.norm(b['xquat0'])])
+        pose = np.concatenate([b['xpos0'], frames.normvec(b['xquat0'])])
         qpos0.append(pose)
         qpos_spring.append(pose)
       elif j['type'] == JNT_BALL:
@@ -1315,7 +1315,7 @@ class _Compiler:
     out['geom_priority'] = np.array([g['priority'] for g in geoms], dtype=int)
     out['geom_size'] = _rows([g['size_c'] for g in geoms], 3)
     out['geom_pos'] = _rows([g['pos_c'] for g in geoms], 3)
-    out['geom_quat'] = _rows([g['quat_c'] / np.linalg.norm(g['quat_c']) for g in geoms], 4)
+    out['geom_quat'] = _rows([frames.normvec(g['quat_c']) for g in geoms], 4)
     out['geom_friction'] = _rows([g['friction'] for g in geoms], 3)
     out['geom_solmix'] = np.array([g['solmix'] for g in geoms], dtype=float)
     out['geom_solref'] = _rows([g['solref'] for g in geoms], 2)
@@ -1337,7 +1337,7 @@ class _Compiler:
     out['site_group'] = np.array([s['group'] for s in sites], dtype=int)
     out['site_size'] = _rows([s['size_c'] for s in sites], 3)
     out['site_pos'] = _rows([s['pos_c'] for s in sites], 3)
-    out['site_quat'] = _rows([s['quat_c'] / np.linalg.norm(s['quat_c']) for s in sites], 4)
+    out['site_quat'] = _rows([frames.normvec(s['quat_c']) for s in sites], 4)
     out['site_rgba'] = _rows([s['rgba'] for s in sites], 4)
     # cameras and lights (kept for rendering)
     out['cam_bodyid'] = np.array([c['body'] for c in self.cameras], dtype=int)

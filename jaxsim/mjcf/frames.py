@@ -10,11 +10,30 @@ EPS = 1e-14
 ORIENTATIONS = ('quat', 'axisangle', 'xyaxes', 'zaxis', 'euler')
 
 
+def normvec(v) -> np.ndarray:
+  """v scaled to unit length, left as it is within EPS of unit length (mjuu_normvec).
+
+  The arithmetic follows MuJoCo's compiler operation by operation (these helpers mirror
+  user_util.cc), so that compiled poses agree to the last bit: a box placed exactly on a plane
+  then touches it with dist 0 in both engines.
+  """
+  v = [float(x) for x in v]
+  nrm = 0.0
+  for x in v:
+    nrm += x * x
+  if nrm < EPS:
+    return np.array(v)
+  nrm = math.sqrt(nrm)
+  if abs(nrm - 1) > EPS:
+    v = [x / nrm for x in v]
+  return np.array(v)
+
+
 def quat_mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-  """Hamilton product a * b of (4,) quaternions."""
-  w1, x1, y1, z1 = a
-  w2, x2, y2, z2 = b
-  return np.array(
+  """Hamilton product a * b of (4,) quaternions, normalised (mjuu_mulquat)."""
+  w1, x1, y1, z1 = (float(x) for x in a)
+  w2, x2, y2, z2 = (float(x) for x in b)
+  return normvec(
     [
       w1 * w2 - x1 * x2 - y1 * y2 - z1 * z2,
       w1 * x2 + x1 * w2 + y1 * z2 - z1 * y2,
@@ -30,18 +49,24 @@ def quat_conj(q: np.ndarray) -> np.ndarray:
 
 
 def quat_rotate(q: np.ndarray, v: np.ndarray) -> np.ndarray:
-  """Rotates (3,) vector v by unit quaternion q."""
-  return quat_to_mat(q) @ v
+  """Rotates (3,) vector v by unit quaternion q (mjuu_quat2mat, mjuu_mulvecmat)."""
+  m = quat_to_mat(q)
+  x, y, z = (float(c) for c in v)
+  return np.array([m[r, 0] * x + m[r, 1] * y + m[r, 2] * z for r in range(3)])
 
 
 def quat_to_mat(q: np.ndarray) -> np.ndarray:
-  """(3, 3) rotation matrix of a unit quaternion."""
-  w, x, y, z = q
+  """(3, 3) rotation matrix of a unit quaternion (mjuu_quat2mat)."""
+  w, x, y, z = (float(c) for c in q)
+  if w == 1 and x == 0 and y == 0 and z == 0:
+    return np.eye(3)
+  q00, q01, q02, q03 = w * w, w * x, w * y, w * z
+  q11, q12, q13, q22, q23, q33 = x * x, x * y, x * z, y * y, y * z, z * z
   return np.array(
     [
-      [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
-      [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
-      [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
+      [q00 + q11 - q22 - q33, 2 * (q12 - q03), 2 * (q13 + q02)],
+      [2 * (q12 + q03), q00 - q11 + q22 - q33, 2 * (q23 - q01)],
+      [2 * (q13 - q02), 2 * (q23 + q01), q00 - q11 - q22 + q33],
     ]
   )
 
@@ -120,7 +145,7 @@ def resolve_orientation(attrs: dict, degree: bool, eulerseq: str, elem, default_
     n = np.linalg.norm(v)
     if n < EPS:
       raise elem.error('quaternion is zero', attribute=key)
-    return v / n
+    return normvec(v)
   if key == 'axisangle':
     axis, angle = v[:3], v[3]
     if degree:
@@ -159,4 +184,4 @@ def resolve_orientation(attrs: dict, degree: bool, eulerseq: str, elem, default_
     rot = np.array([math.cos(a / 2), 0.0, 0.0, 0.0])
     rot['xyz'.index(ax.lower()) + 1] = math.sin(a / 2)
     q = quat_mul(q, rot) if ax.islower() else quat_mul(rot, q)
-  return q / np.linalg.norm(q)
+  return normvec(q)
