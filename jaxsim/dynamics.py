@@ -45,6 +45,12 @@ def tendon_armature(m: Model) -> jax.Array:
   return arm
 
 
+def dof_chain(m: Model) -> np.ndarray:
+  """(nv, nv) bool: dof pairs on one ancestor chain, the sparsity of MuJoCo's qM and qDeriv."""
+  anc = np.asarray(m.tree_dof_dof).astype(bool)  # [i, j]: j ancestor-or-self of i
+  return anc | anc.T
+
+
 def crb(m: Model, d: Data) -> Data:
   """Dense joint-space inertia qM (nv, nv), armature included (mj_crb + mj_tendonArmature)."""
   if not m.nv:
@@ -62,7 +68,7 @@ def crb(m: Model, d: Data) -> Data:
     arm = tendon_armature(m)
     # only within M's sparsity (dof pairs on one ancestor chain): MuJoCo's sparse qM has no
     # room for the terms of a tendon that couples two branches or two trees, and drops them
-    chain = jnp.asarray(anc | anc.T, dtype=dtype)
+    chain = jnp.asarray(dof_chain(m), dtype=dtype)
     qm = qm + jnp.einsum('t,ti,tj->ij', arm, d.ten_J, d.ten_J) * chain
   return d.replace(qM=qm)
 

@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxsim import actuation, math, passive
+from jaxsim import actuation, dynamics, math, passive
 from jaxsim.types import BiasType, Data, DisableBit, DynType, GainType, IntegratorType, Model
 from jaxsim.types import JointType as JT
 
@@ -154,8 +154,7 @@ def _passive_vel_deriv(m: Model, d: Data) -> jax.Array:
     tdamp, tpoly = passive.tendon_damping(m)
     b = _poly_force_deriv(tdamp, tpoly, d.ten_velocity)
     # within qDeriv's sparsity (dof pairs on one ancestor chain), as MuJoCo's sparse qDeriv
-    anc = np.asarray(m.tree_dof_dof).astype(bool)
-    chain = jnp.asarray(anc | anc.T, dtype=out.dtype)
+    chain = jnp.asarray(dynamics.dof_chain(m), dtype=out.dtype)
     out = out - (d.ten_J.T @ (b[:, None] * d.ten_J)) * chain
   return out
 

@@ -82,9 +82,7 @@ def candidate_pairs(c: Mapping[str, Any]) -> dict[str, np.ndarray]:
   ok &= ~np.isin(sig, np.fromiter(excluded, dtype=np.int64, count=len(excluded)))
   # vectorised: a scene of 100 humanoids has ~2e6 candidates
   nt = max(8, int(gtype.max(initial=0)) + 1)
-  collides = np.ones((nt, nt), dtype=bool)
-  for t, u in _NO_COLLIDER:
-    collides[int(t), int(u)] = collides[int(u), int(t)] = False
+  collides = np.array([[has_collider(t, u) for u in range(nt)] for t in range(nt)])
   if explicit:
     ex = np.array(sorted(explicit), dtype=np.int64)
     ok &= ~np.isin(a.astype(np.int64) * ngeom + b, ex[:, 0] * ngeom + ex[:, 1])
