@@ -117,7 +117,12 @@ def scatter(x: jax.Array, idx: jax.Array, n: int, fill) -> jax.Array:
 
 
 def map_live(
-  f: Callable[..., Any], live: jax.Array, xs: Any, fill: Any = None, chunk: int = CHUNK
+  f: Callable[..., Any],
+  live: jax.Array,
+  xs: Any,
+  fill: Any = None,
+  chunk: int = CHUNK,
+  fast: Callable[..., Any] | None = None,
 ) -> Any:
   """vmap(f)(xs) where live (n,), fill elsewhere, computing f only on the live items.
 
@@ -125,11 +130,14 @@ def map_live(
   visited in order, `chunk` at a time, in a while_loop that stops after the last of them:
   collider calls cost in proportion to the pairs that need them, not to a group's static slots
   (under vmap, the world with most). A while_loop has no reverse mode, so derivatives are those
-  of the same function computed on every item (custom_jvp).
+  of the same function computed on every item (custom_jvp). fast: f computed another way (with
+  early-exit loops), used for the live items' values only.
   """
   n = live.shape[0]
   # values f closes over (traced ones included) become explicit arguments of the custom_jvp
-  f, consts = jax.closure_convert(f, jax.tree_util.tree_map(lambda x: x[0], xs))
+  x0 = jax.tree_util.tree_map(lambda x: x[0], xs)
+  f, consts = jax.closure_convert(f, x0)
+  fast, fconsts = (f, consts) if fast is None else jax.closure_convert(fast, x0)
   item = jax.eval_shape(
     jax.vmap(f, in_axes=(0,) + (None,) * len(consts)),
     jax.tree_util.tree_map(lambda x: x[:1], xs),
@@ -148,10 +156,11 @@ def map_live(
       lambda o, e: jnp.where(mask.reshape(mask.shape + (1,) * (o.ndim - 1)), o, e), out, empty
     )
 
-  def fmap(x: Any, consts: tuple) -> Any:
-    return jax.vmap(lambda a: f(a, *consts))(x)
+  def fmap(x: Any, consts: tuple, g: Callable = f) -> Any:
+    return jax.vmap(lambda a: g(a, *consts))(x)
 
-  def every(xs: Any, live: jax.Array, consts: tuple) -> Any:
+  def every(xs: Any, live: jax.Array, consts: tuple, fconsts: tuple = ()) -> Any:
+    del fconsts
     return keep(live, fmap(xs, consts), blank(n))
 
   if n == 0:
@@ -159,7 +168,8 @@ def map_live(
   # a small group is one chunk, skipped whole when none of its items is live
   chunk = min(chunk, n)
 
-  def visit(xs: Any, live: jax.Array, consts: tuple) -> Any:
+  def visit(xs: Any, live: jax.Array, consts: tuple, fconsts: tuple) -> Any:
+    del consts
     nchunk = -(-n // chunk)
     order = jnp.argsort(~live, stable=True).astype(jnp.int32)
     order = jnp.concatenate([order, jnp.zeros(nchunk * chunk - n, jnp.int32)])
@@ -168,7 +178,7 @@ def map_live(
     def body(c):
       i, out = c
       ids = jax.lax.dynamic_slice_in_dim(order, i * chunk, chunk)
-      y = fmap(jax.tree_util.tree_map(lambda a: a[ids], xs), consts)
+      y = fmap(jax.tree_util.tree_map(lambda a: a[ids], xs), fconsts, fast)
       y = keep(i * chunk + jnp.arange(chunk) < count, y, blank(chunk))
       out = jax.tree_util.tree_map(
         lambda o, a: jax.lax.dynamic_update_slice_in_dim(o, a, i * chunk, 0), out, y
@@ -184,4 +194,4 @@ def map_live(
 
   run = jax.custom_jvp(visit)
   run.defjvp(lambda p, t: jax.jvp(every, p, t))
-  return run(xs, live, tuple(consts))
+  return run(xs, live, tuple(consts), tuple(fconsts))

@@ -12,7 +12,7 @@ cylinder caps as 16-gons) against each other or against an edge in fixed-size bu
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -62,6 +62,21 @@ CONVEX_PAIRS = {
 
 
 # ------------------------------------------ small helpers ----------------------------------------
+
+
+def _iterate(step: Callable, init, length: int, running: Callable, early: bool):
+  """length steps of step(state, k) -> state, whose state is frozen once running(state) is false.
+
+  early: a while_loop that stops there (under vmap: when every item has; no reverse mode, for
+  primal-only callers such as map_live's); otherwise a scan of all `length` steps.
+  """
+  if not early:
+    return jax.lax.scan(lambda c, k: (step(c, k), None), init, jnp.arange(length))[0]
+
+  def cond(c):
+    return (c[0] < length) & running(c[1])
+
+  return jax.lax.while_loop(cond, lambda c: (c[0] + 1, step(c[1], c[0])), (jnp.array(0), init))[1]
 
 
 def _max_limit(x: jax.Array) -> jax.Array:
@@ -277,8 +292,10 @@ def _gjk(
   discrete: jax.Array,
   get_dist: bool,
   dist_cutoff: jax.Array,
+  early: bool = False,
 ) -> _Gjk:
-  """gjk as a fixed-length scan (MuJoCo 4 runs it without the gjkIntersect fallback)."""
+  """gjk as a fixed-length scan (MuJoCo 4 runs it without the gjkIntersect fallback); early:
+  stops once converged (_iterate)."""
   x1_0, x2_0 = o1.center, o2.center
   x_k = x1_0 - x2_0
   eps = jnp.where(discrete, 0.0, 0.5 * tol * tol)
@@ -296,7 +313,7 @@ def _gjk(
     x_norm_prev=jnp.array(0.0),
   )
 
-  def step(st, _):
+  def step(st, _k):
     n, simplex, x_k, x_norm = st['n'], st['simplex'], st['x_k'], st['x_norm']
     run = st['running']
     stop = (x_norm < min_norm) | (jnp.abs(st['x_norm_prev'] - x_norm) < MINVAL)
@@ -328,9 +345,9 @@ def _gjk(
     new['returned'] = st['returned'] | (run & ~stop & ~gap & sep) | (go & (n_new < 1))
     new['running'] = ok & (n_new < 4)
     new['k'] = st['k'] + (ok & (n_new < 4)).astype(int)
-    return new, None
+    return new
 
-  state, _ = jax.lax.scan(step, state, None, length=kmax)
+  state = _iterate(step, state, kmax, lambda st: st['running'], early)
   returned = state['returned']
   n, lam, simplex = state['n'], state['lam'], state['simplex']
   x1 = jnp.where(n > 0, _lincomb(lam, simplex.vert1), x1_0)
@@ -560,8 +577,9 @@ def _polytope(o1, o2, g: _Gjk, nv: int, nf: int) -> tuple[_Poly, jax.Array]:
   return pt, ok
 
 
-def _epa(o1, o2, pt: _Poly, kmax: int, tol: jax.Array, discrete: jax.Array):
-  """epa as a fixed-length scan; (polytope, closest face index, found)."""
+def _epa(o1, o2, pt: _Poly, kmax: int, tol: jax.Array, discrete: jax.Array, early: bool = False):
+  """epa as a fixed-length scan (early: stops once done, _iterate); (polytope, closest face
+  index, found)."""
   nf = pt.fdist2.shape[0]
   tol = jnp.where(discrete, MINVAL, tol)
   fidx = jnp.arange(nf)
@@ -596,10 +614,12 @@ def _epa(o1, o2, pt: _Poly, kmax: int, tol: jax.Array, discrete: jax.Array):
     visible = pt.alive & (pt.fv @ w.vert - pt.fdist2 > MINVAL)
     dele = fidx == face_k
 
-    def flood(_, dl):
-      return dl | (visible & jnp.any(dl[pt.fadj], axis=1))
+    def flood(c, _k):
+      dl, _ = c
+      new = dl | (visible & jnp.any(dl[pt.fadj], axis=1))
+      return new, jnp.any(new != dl)
 
-    dele = jax.lax.fori_loop(0, FLOOD, flood, dele)
+    dele = _iterate(flood, (dele, jnp.array(True)), FLOOD, lambda c: c[1], early)[0]
     hmask = (dele[:, None] & ~dele[pt.fadj]).reshape(-1)
     nedges = jnp.sum(hmask)
     pos = jnp.cumsum(hmask) - 1
@@ -663,7 +683,7 @@ def _epa(o1, o2, pt: _Poly, kmax: int, tol: jax.Array, discrete: jax.Array):
       jnp.where(upd, upper2_new, upper2),
       done_new,
       null_new,
-    ), None
+    )
 
   init = (
     pt,
@@ -673,7 +693,7 @@ def _epa(o1, o2, pt: _Poly, kmax: int, tol: jax.Array, discrete: jax.Array):
     jnp.array(False),
     jnp.array(False),
   )
-  (pt, face, _, _, _, null), _ = jax.lax.scan(step, init, jnp.arange(kmax))
+  pt, face, _, _, _, null = _iterate(step, init, kmax, lambda c: ~c[4], early)
   return pt, face, (face >= 0) & ~null
 
 
@@ -734,7 +754,14 @@ class _Cores(NamedTuple):
 
 
 def _penetration_gjk(
-  g1: GeomInfo, g2: GeomInfo, t1, t2, margin: jax.Array, kmax: int, tol: jax.Array
+  g1: GeomInfo,
+  g2: GeomInfo,
+  t1,
+  t2,
+  margin: jax.Array,
+  kmax: int,
+  tol: jax.Array,
+  early: bool = False,
 ) -> _Cores:
   """GJK of mjc_ccd (dist_cutoff 0): whether EPA is needed, and the contact when it is not."""
   round1, round2 = _isin(t1, (_S, _C)), _isin(t2, (_S, _C))
@@ -742,7 +769,7 @@ def _penetration_gjk(
   if (round1 | round2) is not True:
     discrete = jnp.asarray(_isin(t1, (_B, _M)) & _isin(t2, (_B, _M))) & (margin == 0)
     o1, o2 = _obj(g1, t1, margin), _obj(g2, t2, margin)
-    g = _gjk(o1, o2, kmax, tol, discrete, False, jnp.array(0.0))
+    g = _gjk(o1, o2, kmax, tol, discrete, False, jnp.array(0.0), early)
 
   # MuJoCo 4 first runs GJK distance on the bare geoms (spheres and capsules shrunk to a point
   # and a segment, margins removed) and inflates its witness points; only when those cores
@@ -753,7 +780,7 @@ def _penetration_gjk(
   c1 = _obj(g1, t1, 0.0, shrink=True)
   c2 = _obj(g2, t2, 0.0, shrink=True)
   bare = jnp.asarray(_isin(t1, (_B, _M)) & _isin(t2, (_B, _M)))
-  gd = _gjk(c1, c2, kmax, tol, bare, True, fm1 + fm2)
+  gd = _gjk(c1, c2, kmax, tol, bare, True, fm1 + fm2, early)
   n = _normalize3(gd.x2 - gd.x1)
   dist = gd.dist - (fm1 + fm2)
   use = shrink & (gd.dist > tol)
@@ -774,18 +801,26 @@ def _penetration_gjk(
 
 
 def _penetration_epa(
-  g1: GeomInfo, g2: GeomInfo, t1, t2, margin: jax.Array, kmax: int, tol: jax.Array, g
+  g1: GeomInfo,
+  g2: GeomInfo,
+  t1,
+  t2,
+  margin: jax.Array,
+  kmax: int,
+  tol: jax.Array,
+  g,
+  early: bool = False,
 ) -> _Ccd:
   """EPA of mjc_ccd from GJK's simplex g (None: run GJK first): the penetration of the
   margin-inflated geoms."""
   discrete = jnp.asarray(_isin(t1, (_B, _M)) & _isin(t2, (_B, _M))) & (margin == 0)
   o1, o2 = _obj(g1, t1, margin), _obj(g2, t2, margin)
   if g is None:
-    g = _gjk(o1, o2, kmax, tol, discrete, False, jnp.array(0.0))
+    g = _gjk(o1, o2, kmax, tol, discrete, False, jnp.array(0.0), early)
   nv, nf = 5 + kmax, 6 * kmax
   run_epa = (g.dist <= tol) & (g.nsimplex > 1) & ~g.separated
   pt, ok = _polytope(o1, o2, g, nv, nf)
-  pt, face, found = _epa(o1, o2, pt, kmax, tol, discrete)
+  pt, face, found = _epa(o1, o2, pt, kmax, tol, discrete, early)
   face = jnp.maximum(face, 0)
   x1, x2, dist = _epa_witness(pt, face)
   epa_ok = run_epa & ok & found & (dist < 0)
@@ -1128,6 +1163,8 @@ def collide_convex_group(
   multiccd: bool = True,
   poly1: sp.MeshPoly | None = None,
   poly2: sp.MeshPoly | None = None,
+  verts1: Any = None,
+  verts2: Any = None,
   live: jax.Array | None = None,
 ) -> tuple[Contacts, jax.Array]:
   """collide_convex of n pairs (g1, g2, margin batched on axis 0), running EPA on at most nepa of
@@ -1139,6 +1176,11 @@ def collide_convex_group(
 
   type1, type2: static ints, or (n,) traced types (one program for pairs of any types; ncon,
   static, then says how many slots the group's pairs need, 4 by default).
+
+  verts1, verts2: mesh tables shared by the group (driver.MeshTable: vert, hull_vert, hull_id
+  with a leading mesh axis), with poly1/poly2 then MeshPolys with a leading mesh axis: each pair's
+  mesh is row g1.mesh (g2.mesh) of them (one program for pairs of different meshes). None: g.vert
+  and poly are the meshes themselves.
 
   GJK tells which pairs need EPA (their margin-inflated geoms overlap and, for spheres and
   capsules, their cores too), and EPA, which costs several times GJK, runs on those only, the
@@ -1157,21 +1199,44 @@ def collide_convex_group(
   tol = jnp.asarray(ccd_tolerance)
   kmax = int(ccd_iterations)
 
-  def gjk(a, b, mg, u1, u2):
-    return _penetration_gjk(a, b, *ty(u1, u2), mg, kmax, tol)
+  def mesh(a: GeomInfo, verts, poly):
+    """A pair's geom with its mesh's vertices and polygons from the group's tables."""
+    if verts is None:
+      return a, poly
+    if poly is not None:
+      poly = jax.tree_util.tree_map(lambda x: x[a.mesh], poly)
+    i = a.mesh
+    return a._replace(
+      vert=verts.vert[i], hull_vert=verts.hull_vert[i], hull_id=verts.hull_id[i]
+    ), poly
 
-  def epa(a, b, mg, g, u1, u2):
-    return _penetration_epa(a, b, *ty(u1, u2), mg, kmax, tol, g)
+  def gjk(a, b, mg, u1, u2, early=False):
+    a, b = mesh(a, verts1, None)[0], mesh(b, verts2, None)[0]
+    return _penetration_gjk(a, b, *ty(u1, u2), mg, kmax, tol, early)
+
+  def epa(a, b, mg, g, u1, u2, early=False):
+    a, b = mesh(a, verts1, None)[0], mesh(b, verts2, None)[0]
+    return _penetration_epa(a, b, *ty(u1, u2), mg, kmax, tol, g, early)
 
   live = jnp.ones(n, bool) if live is None else live
-  cores = broadphase.map_live(lambda a: gjk(*a), live, (g1, g2, margin, t1, t2))
+  # the primal runs GJK and EPA until they converge; derivatives come from the fixed-length
+  # loops (the same values: their states are frozen from there on)
+  cores = broadphase.map_live(
+    lambda a: gjk(*a), live, (g1, g2, margin, t1, t2), fast=lambda a: gjk(*a, early=True)
+  )
   # the first nepa pairs that need EPA
   epa_on, overflow = broadphase.first(cores.need & live, nepa)
-  e = broadphase.map_live(lambda a: epa(*a), epa_on, (g1, g2, margin, cores.g, t1, t2))
+  e = broadphase.map_live(
+    lambda a: epa(*a),
+    epa_on,
+    (g1, g2, margin, cores.g, t1, t2),
+    fast=lambda a: epa(*a, early=True),
+  )
   c0 = jax.vmap(_merge)(cores, e)
 
   def fin(a, b, c, mg, u1, u2):
-    return _finish(a, b, *ty(u1, u2), c, mg, ncon, static, poly1, poly2)
+    (a, p1), (b, p2) = mesh(a, verts1, poly1), mesh(b, verts2, poly2)
+    return _finish(a, b, *ty(u1, u2), c, mg, ncon, static, p1, p2)
 
   empty = Contacts(jnp.full(ncon, NO_CONTACT), jnp.zeros((ncon, 3)), jnp.eye(3))
   out = broadphase.map_live(lambda a: fin(*a), c0.ok & live, (g1, g2, c0, margin, t1, t2), empty)

@@ -90,16 +90,23 @@ def _windows(m: Model) -> np.ndarray:
   return pairs.hfield_windows(c, cand['geom1'], cand['geom2'], np.asarray(cand['ipair']))
 
 
+def _size_class(nvert: np.ndarray) -> np.ndarray:
+  """Size class of meshes by vertex count: 1-16, 17-64, 65-256, ... (factors of 4)."""
+  return np.maximum(np.ceil(np.log(np.maximum(nvert, 1)) / np.log(4.0) - 1e-9), 2).astype(int)
+
+
 def groups(m: Model) -> list[dict[str, Any]]:
   """Static collider groups: candidate pairs sharing a collider (and mesh, and height field).
 
   Each group: types (-1 where the group mixes geom types: traced, from type1/type2), mesh
-  (mesh ids or -1), hfield (height field id or -1), convex (GJK/EPA pairs), fn, ncon (collider
-  slots per pair), nslot (contact slots of each pair, at most ncon), geom1, geom2, ipair, type1,
-  type2 (arrays over the group's pairs), pairs (candidate indices).
+  (mesh ids or -1; -2 where they vary over the pairs: mesh1, mesh2), hfield (height field id or
+  -1), convex (GJK/EPA pairs), fn, ncon (collider slots per pair), nslot (contact slots of each
+  pair, at most ncon), geom1, geom2, ipair, type1, type2, mesh1, mesh2 (arrays over the group's
+  pairs), pairs (candidate indices).
 
-  Every GJK/EPA pair of primitives is in one group, whatever its types: on a CPU the cost of
-  GJK and EPA loops is mostly per call, not per pair, and each group is a program to compile.
+  Every GJK/EPA pair of primitives is in one group, whatever its types, and the GJK/EPA pairs
+  with meshes in one group per size class of their meshes: on a CPU the cost of GJK and EPA loops
+  is mostly per call, not per pair, and each group is a program to compile.
   """
   from jaxsim.collision import convex
 
@@ -124,9 +131,26 @@ def groups(m: Model) -> list[dict[str, Any]]:
   conv_table = np.zeros((max(8, int(gtype.max(initial=0)) + 1),) * 2, dtype=int)
   for (a, b), n in convex.CONVEX_PAIRS.items():
     conv_table[int(a), int(b)] = n
-  conv = ~on_field & (m1 < 0) & (m2 < 0) & (conv_table[t1, t2] > 0)
+  conv_any = ~on_field & (conv_table[t1, t2] > 0)
+  conv = conv_any & (m1 < 0) & (m2 < 0)
   keys = np.stack([t1, np.where(on_field, -1, t2), m1, m2, hid], axis=1)
   keys[conv] = -9
+  # GJK/EPA pairs with meshes: one group per size class of their meshes (vertex tables padded
+  # to the class's largest, gathered per pair), not one per mesh pair
+  conv_mesh = conv_any & ~conv
+  if conv_mesh.any():
+    vnum = np.asarray(m.mesh_vertnum)
+    size = np.maximum(
+      np.where(m1 >= 0, vnum[np.maximum(m1, 0)], 1), np.where(m2 >= 0, vnum[np.maximum(m2, 0)], 1)
+    )
+    keys[conv_mesh] = -8
+    keys[conv_mesh, 2] = _size_class(size[conv_mesh])
+    import os
+
+    if os.environ.get('JS_MERGE'):
+      keys[conv] = -8
+      keys[conv, 2] = keys[conv_mesh, 2].min()
+      conv_mesh = conv_mesh | conv
   idx_all = np.flatnonzero(keep)
   out: list[dict[str, Any]] = []
   if len(idx_all):
@@ -143,7 +167,8 @@ def groups(m: Model) -> list[dict[str, Any]]:
     for u in np.argsort(first, kind='stable'):  # groups in order of first appearance
       k0 = idx_all[first[u]]
       types = (int(t1[k0]), -1 if on_field[k0] else int(t2[k0]))
-      mesh = (int(m1[k0]), int(m2[k0]))
+      # (-2, -2): meshes vary over the group's pairs (mesh1, mesh2)
+      mesh = (-2, -2) if conv_mesh[k0] else (int(m1[k0]), int(m2[k0]))
       out.append({'types': types, 'mesh': mesh, 'hfield': int(hid[k0]), 'pairs': members[u]})
   result = []
   multiccd = not m.opt.disableflags & DisableBit.MULTICCD
@@ -155,7 +180,7 @@ def groups(m: Model) -> list[dict[str, Any]]:
       ipair=np.asarray(cand['ipair'])[idx],
     )
     ty1, ty2 = gtype[grp['geom1']], gtype[grp['geom2']]
-    grp.update(type1=ty1, type2=ty2)
+    grp.update(type1=ty1, type2=ty2, mesh1=m1[idx], mesh2=m2[idx])
     grp['convex'] = grp['hfield'] < 0 and _is_convex(*grp['types'])
     if grp['convex']:
       # collide_convex_group's slots: mjc_Convex's maximum, one without multiccd
@@ -379,6 +404,77 @@ def _geom_info(m: Model, d: Data, geoms: np.ndarray, mesh: int, rbound: bool = F
   )
 
 
+class MeshTable(NamedTuple):
+  """The meshes of one side of a collider group, padded to common sizes (leading axis: mesh).
+
+  vert (nm, V, 3): vertices, padded with copies of vertex 0 (a support search returns the first
+  of equal projections, so never a copy); poly: their polygons (MeshPoly with a leading mesh
+  axis; a mesh without polygons has none, nvert 0); row (n,): the table row of each pair's
+  geom (0 for a geom that is not a mesh).
+  """
+
+  vert: jax.Array
+  poly: sp.MeshPoly | None
+  row: np.ndarray
+  hull_vert: jax.Array  # (nm, H, 3) hull vertices (all vertices without a hull), padded
+  hull_id: jax.Array  # (nm, H) their ids into vert, ascending, padded with the first
+
+
+def mesh_table(m: Model, mesh: np.ndarray) -> MeshTable | None:
+  """The mesh table of the geoms of a group side with mesh ids `mesh` (n,) (-1: not a mesh)."""
+  mesh = np.asarray(mesh, dtype=int)
+  used, row = np.unique(np.maximum(mesh, 0), return_inverse=True)
+  if not (mesh >= 0).any():
+    return None
+  adr, num = np.asarray(m.mesh_vertadr)[used], np.asarray(m.mesh_vertnum)[used]
+  k = np.arange(int(num.max()))
+  vert = m.mesh_vert[np.where(k[None, :] < num[:, None], adr[:, None] + k[None, :], adr[:, None])]
+  hulls = []
+  for i, n in zip(used, num, strict=True):
+    graph = m.mesh_data[int(i)].graph
+    ids = np.arange(n) if graph is None else np.sort(mesh_graph_arrays(graph)[0])
+    hulls.append(ids)
+  width = max(len(h) for h in hulls)
+  hull_id = np.stack([np.concatenate([h, np.full(width - len(h), h[0])]) for h in hulls])
+  hull_vert = m.mesh_vert[adr[:, None] + hull_id]
+  polys = [_mesh_poly(m, int(i)) for i in used]
+  poly = None
+  if any(p is not None for p in polys):
+    nv = vert.shape[1]
+    npoly = max(int(p.vert.shape[0]) for p in polys if p is not None)
+    width = max(int(p.vert.shape[1]) for p in polys if p is not None)
+    deg = max(int(p.map.shape[1]) for p in polys if p is not None)
+
+    def fit(x, shape, fill):
+      x = jnp.asarray(x)
+      pad = [(0, t - s) for s, t in zip(x.shape, shape, strict=True)]
+      return jnp.pad(x, pad, constant_values=fill)
+
+    rows = []
+    for p in polys:
+      if p is None:  # no polygons: nvert 0 everywhere, no vertex on any polygon
+        p = sp.MeshPoly(
+          jnp.zeros((1, 3)), -jnp.ones((1, 1), jnp.int32), jnp.zeros(1, jnp.int32),
+          -jnp.ones((nv, 1), jnp.int32), jnp.zeros(nv, jnp.int32),
+        )  # fmt: skip
+      rows.append(
+        sp.MeshPoly(
+          fit(p.normal, (npoly, 3), 0.0),
+          fit(p.vert, (npoly, width), -1),
+          fit(p.nvert, (npoly,), 0),
+          fit(p.map, (nv, deg), -1),
+          fit(p.nmap, (nv,), 0),
+        )
+      )
+    poly = jax.tree_util.tree_map(lambda *x: jnp.stack(x), *rows)
+  row = row.reshape(-1).astype(np.int32)
+  return MeshTable(vert, poly, row, hull_vert, jnp.asarray(hull_id, dtype=jnp.int32))
+
+
+def _row(t: MeshTable | None) -> jax.Array | None:
+  return None if t is None else jnp.asarray(t.row)
+
+
 def _mesh_poly(m: Model, mesh: int) -> sp.MeshPoly | None:
   """A mesh's polygons (mesh_poly*) as padded arrays for multi-contact; None without any."""
   if mesh < 0 or 'mesh_polynum' not in m.fields() or not int(m.mesh_polynum[mesh]):
@@ -571,8 +667,14 @@ def collision(m: Model, d: Data) -> Data:
       return x if idx is None else jnp.asarray(x)[idx]
 
     c1, c2, cm = pick(g1), pick(g2), pick(margin + gap)
-    info1 = _geom_info(m, d, c1, grp['mesh'][0])
-    info2 = _geom_info(m, d, c2, grp['mesh'][1], rbound=hid >= 0)
+    tables = (None, None)
+    if grp['mesh'] == (-2, -2):
+      tables = (mesh_table(m, pick(grp['mesh1'])), mesh_table(m, pick(grp['mesh2'])))
+      info1 = _geom_info(m, d, c1, -1)._replace(mesh=_row(tables[0]))
+      info2 = _geom_info(m, d, c2, -1)._replace(mesh=_row(tables[1]))
+    else:
+      info1 = _geom_info(m, d, c1, grp['mesh'][0])
+      info2 = _geom_info(m, d, c2, grp['mesh'][1], rbound=hid >= 0)
     if hid >= 0:
       hf, t2 = _hfield(m, hid), grp['types'][1]
       if t2 < 0:
@@ -590,7 +692,11 @@ def collision(m: Model, d: Data) -> Data:
         opts = _ccd_options(m)
         opts['multiccd'] = not m.opt.disableflags & DisableBit.MULTICCD
         # one mesh per side and group: its polygons are shared by every pair of the group
-        poly1, poly2 = _mesh_poly(m, grp['mesh'][0]), _mesh_poly(m, grp['mesh'][1])
+        if grp['mesh'] == (-2, -2):
+          opts['verts1'], opts['verts2'] = tables
+          poly1, poly2 = (None if t is None else t.poly for t in tables)
+        else:
+          poly1, poly2 = _mesh_poly(m, grp['mesh'][0]), _mesh_poly(m, grp['mesh'][1])
         t1, t2 = grp['types']
         if t1 < 0:
           t1, t2 = jnp.asarray(pick(grp['type1'])), jnp.asarray(pick(grp['type2']))

@@ -24,6 +24,13 @@ class GeomInfo(NamedTuple):
   graph_globalid: jax.Array | None = None  # (nhull,) int: hull vertex -> index into vert
   graph_neighbors: jax.Array | None = None  # (nhull, maxdeg) int: hull-local ids, -1 padded
   rbound: jax.Array | None = None  # () geom_rbound
+  # () int: row of the collider group's mesh table this geom's vert (and polygons) come from
+  # (driver.mesh_tables; None: vert is the geom's own)
+  mesh: jax.Array | None = None
+  # the convex hull's vertices (nh, 3) and their ids into vert (nh,), ascending: what a support
+  # search needs to visit (None: all of vert)
+  hull_vert: jax.Array | None = None
+  hull_id: jax.Array | None = None
 
 
 class Contacts(NamedTuple):

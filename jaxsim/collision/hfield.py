@@ -76,12 +76,19 @@ def _isin(t, types) -> bool | jax.Array:
 
 
 def _penetration(
-  prism: jax.Array, g: GeomInfo, gtype, margin: jax.Array, kmax: int, tol: jax.Array
+  prism: jax.Array,
+  g: GeomInfo,
+  gtype,
+  margin: jax.Array,
+  kmax: int,
+  tol: jax.Array,
+  early: bool = False,
 ):
   """mjc_penetration of a prism and the geom, each inflated by half the margin.
 
   Returns (hit, dist, x1, x2): whether the inflated shapes penetrate, their signed distance
   (the geoms' distance minus the margin) and the witness points on the inflated prism and geom.
+  early: GJK and EPA stop once converged (convex._iterate; no reverse mode).
   """
   half = 0.5 * margin
 
@@ -94,10 +101,10 @@ def _penetration(
   # the prism counts as a discrete shape: EPA on vertex ids against boxes and meshes
   discrete = jnp.asarray(_isin(gtype, (GeomType.BOX, GeomType.MESH))) & (margin == 0)
   nv, nf = 5 + kmax, 6 * kmax
-  gk = convex._gjk(o1, o2, kmax, tol, discrete, False, jnp.zeros_like(margin))
+  gk = convex._gjk(o1, o2, kmax, tol, discrete, False, jnp.zeros_like(margin), early)
   run_epa = (gk.dist <= tol) & (gk.nsimplex > 1) & ~gk.separated
   pt, ok = convex._polytope(o1, o2, gk, nv, nf)
-  pt, face, found = convex._epa(o1, o2, pt, kmax, tol, discrete)
+  pt, face, found = convex._epa(o1, o2, pt, kmax, tol, discrete, early)
   x1, x2, dist = convex._epa_witness(pt, jnp.maximum(face, 0))
   hit = run_epa & ok & found & (dist < 0)
   rounded = _isin(gtype, (GeomType.SPHERE, GeomType.CAPSULE))
@@ -114,7 +121,7 @@ def _penetration(
       return jnp.where(gtype == GeomType.SPHERE, info.pos, line[0]), line[1]
 
   o2c = convex._Obj(lambda d: core(g, d), g.pos)
-  gd = convex._gjk(o1, o2c, kmax, tol, jnp.array(False), True, fm)
+  gd = convex._gjk(o1, o2c, kmax, tol, jnp.array(False), True, fm, early)
   n = convex._normalize3(gd.x2 - gd.x1)
   shallow = rounded & (gd.dist > tol)
   sdist = gd.dist - fm
@@ -281,12 +288,14 @@ def collide_hfield_group(
   pair = jnp.arange(n * npr, dtype=jnp.int32) // npr
   types = jnp.zeros(n, jnp.int32) if static else gtype
 
-  def pen(x):
+  def pen(x, early=False):
     p, k, t = x
     gk = jax.tree_util.tree_map(lambda a: a[k], gl)
-    return _penetration(p, gk, gtype if static else t, margin[k], kmax, tol)
+    return _penetration(p, gk, gtype if static else t, margin[k], kmax, tol, early)
 
-  res = broadphase.map_live(pen, on, (prisms.reshape(-1, 6, 3), pair, types[pair]))
+  res = broadphase.map_live(
+    pen, on, (prisms.reshape(-1, 6, 3), pair, types[pair]), fast=lambda x: pen(x, early=True)
+  )
 
   def back(x):
     return x.reshape((n, npr) + x.shape[1:])

@@ -94,6 +94,10 @@ def mesh_support(info: GeomInfo, d: jax.Array) -> tuple[jax.Array, jax.Array]:
   equal projections, where MuJoCo keeps its warm-start vertex).
   """
   ld = _local(info, d)
+  if info.hull_vert is not None:
+    # only hull vertices can be support points; ids ascending keep the first of equal ones
+    j = jnp.argmax(info.hull_vert @ ld)
+    return _world(info, info.hull_vert[j]), info.hull_id[j].astype(jnp.int32)
   dots = info.vert @ ld
   idx = jnp.argmax(dots).astype(jnp.int32)
   return _world(info, info.vert[idx]), idx
@@ -374,7 +378,9 @@ def edge_dirs(info: GeomInfo, gtype, poly: MeshPoly | None, dim, vi, v, x, margi
     ends1 = (mat @ vert[jnp.maximum(pvid, 0)].T).T + pos
     valid1 = (jnp.arange(pv.shape[0]) < poly.nmap[i0]) & jnp.any(hit, axis=1)
     ends = jnp.where(dim == 2, _pad(v1[None], pv.shape[0]), ends1)
+    # a mesh without polygons (a padded row of a mesh table: nvert 0) has no features
     valid = jnp.where(dim == 2, jnp.arange(pv.shape[0]) < 1, valid1 & (dim == 1))
+    valid &= poly.nvert[0] > 0
     return _pad(_normalize(ends - v0), k), _pad(ends, k), v0, _pad(valid, k, False)
 
   def none():
