@@ -116,6 +116,72 @@ def test_limits_active_and_exact(pile):
     _assert_same(mine, ref, 2e-4, f'state {i}: vs MuJoCo')
 
 
+# three meshes of 6, 8 and 12 vertices (octahedron, box, hexagonal prism) on 13 free bodies: 78
+# mesh-mesh pairs, more than broadphase.MIN_PAIRS, in one GJK/EPA group of padded mesh tables
+_HEX = ' '.join(
+  f'{0.05 * np.cos(a):.6f} {0.05 * np.sin(a):.6f} {z}'
+  for z in (-0.04, 0.04)
+  for a in np.arange(6) * np.pi / 3
+)
+MESH_PILE = (
+  '<mujoco><asset>'
+  '<mesh name="oct" vertex=".06 0 0 -.06 0 0 0 .05 0 0 -.05 0 0 0 .04 0 0 -.04"/>'
+  '<mesh name="box" vertex="-.05 -.04 -.03 .05 -.04 -.03 -.05 .04 -.03 .05 .04 -.03 '
+  '-.05 -.04 .03 .05 -.04 .03 -.05 .04 .03 .05 .04 .03"/>'
+  f'<mesh name="hex" vertex="{_HEX}"/></asset><worldbody>'
+  + ''.join(
+    f'<body pos="{i % 5 * 0.3} {i // 5 * 0.3} .3"><freejoint/>'
+    f'<geom type="mesh" mesh="{("oct", "box", "hex")[i % 3]}"/></body>'
+    for i in range(13)
+  )
+  + '</worldbody></mujoco>'
+)
+
+
+def test_mesh_pile_limited_group_vs_mujoco():
+  """A pile of three meshes: its mesh-mesh pairs form one group (padded tables) with the default
+  pair limit active; at random overlapping poses its contacts (up to 4 per pair) are MuJoCo's."""
+  m = jaxsim.load_string(MESH_PILE)
+  grp = [g for g in driver.groups(m) if g['convex']]
+  assert len(grp) == 1 and grp[0]['mesh'] == (-2, -2)
+  assert len(set(grp[0]['mesh1']) | set(grp[0]['mesh2'])) == 3
+  k = broadphase.limit(grp[0]['geom1'], grp[0]['geom2'], True, None)
+  assert k < len(grp[0]['geom1'])
+  rng = np.random.default_rng(5)
+  n = 8
+  q = np.zeros((n, 7 * 13))
+  for b in range(13):
+    quat = rng.normal(size=(n, 4))
+    q[:, 7 * b : 7 * b + 2] = rng.uniform(0, 0.3, size=(n, 2))
+    q[:, 7 * b + 2] = rng.uniform(0.0, 0.1, size=n)
+    q[:, 7 * b + 3 : 7 * b + 7] = quat / np.linalg.norm(quat, axis=1, keepdims=True)
+
+  @jax.jit
+  @jax.vmap
+  def contacts(qpos):
+    d = jaxsim.make_data(m).replace(qpos=qpos)
+    d = driver.collision(m, kinematics.kinematics(m, d))
+    return d.contact, d.warning[CONTACTFULL]
+
+  ours, full = contacts(jnp.asarray(q))
+  assert not np.any(np.asarray(full))
+  mj = mujoco.MjModel.from_xml_string(MESH_PILE)
+  md = mujoco.MjData(mj)
+  total = 0
+  for i in range(n):
+    md.qpos[:] = q[i]
+    mujoco.mj_forward(mj, md)
+    ref = sorted(
+      (int(c.geom[0]), int(c.geom[1]), float(c.dist), tuple(c.pos), tuple(c.frame[:3]))
+      for c in md.contact[: md.ncon]
+    )
+    mine = _listed(ours, i)
+    total += len(ref)
+    # polytopes: EPA ends on a face exactly (discrete), contacts agree to round-off
+    _assert_same(mine, ref, 1e-9, f'state {i}: vs MuJoCo')
+  assert total > n * 20  # a real pile: many multi-contact pairs per state
+
+
 def test_pair_limit_overflow_keeps_nearest():
   """max_geom_pairs (MJX's custom numeric) of 1: of two touching pairs the nearer (by bounding
   spheres) collides, the overflow is counted; -1 collides both."""

@@ -879,13 +879,14 @@ def _clip_planes(face: jax.Array, nface: jax.Array, n: jax.Array) -> jax.Array:
   return jax.vmap(_normalize3)(res)
 
 
-def _polygon_clip(face, nface, subj, nsubj, n, margin, cap: int):
-  """polygonClip's Sutherland-Hodgman loop and margin prune: (points (cap, 3), count)."""
+def _polygon_clip(face, nface, subj, nsubj, n, margin, cap: int, early: bool = False):
+  """polygonClip's Sutherland-Hodgman loop and margin prune: (points (cap, 3), count); early:
+  the loop stops after the face's nface edges (_iterate)."""
   pn = _clip_planes(face, nface, n)
   poly = jnp.zeros((cap, 3)).at[: subj.shape[0]].set(subj)
   idx = jnp.arange(cap)
 
-  def clip(e, carry):
+  def clip(carry, e):
     poly, k = carry
     a, pe = face[e], pn[e]
     q = poly[jnp.where(idx < k - 1, idx + 1, 0)]
@@ -905,7 +906,14 @@ def _polygon_clip(face, nface, subj, nsubj, n, margin, cap: int):
     k2 = jnp.minimum(jnp.sum(cnt), cap).astype(k.dtype)
     return jnp.where(live, new, poly), jnp.where(live, k2, k)
 
-  poly, k = jax.lax.fori_loop(0, face.shape[0], clip, (poly, jnp.asarray(nsubj, int)))
+  nedge = face.shape[0]
+  poly, k = _iterate(
+    lambda c, e: clip(c[:2], e) + (e + 1 < nface,),
+    (poly, jnp.asarray(nsubj, int), nface > 0),
+    nedge,
+    lambda c: c[2],
+    early,
+  )[:2]
   # keep the vertices within the margin of the clipping face
   keep = (idx < k) & (margin >= (poly - face[0]) @ n)
   pos = jnp.cumsum(keep) - 1
@@ -976,9 +984,12 @@ def _polygon_quad(poly: jax.Array, n: jax.Array) -> jax.Array:
     return b1, c1, d1, m, best
 
   init = (jnp.array(1), jnp.array(2), jnp.array(3), area(0, 1, 2, 3), jnp.arange(4))
-  best = jax.lax.fori_loop(
-    0, poly.shape[0], lambda a, st: jax.lax.cond(a < n, a_body, lambda a, st: st, a, st), init
-  )[4]
+  # indices only (no derivative flows): a while_loop over the n vertices
+  best = jax.lax.while_loop(
+    lambda c: c[0] < jnp.minimum(n, poly.shape[0]),
+    lambda c: (c[0] + 1, a_body(c[0], c[1])),
+    (jnp.array(0), init),
+  )[1][4]
   return best
 
 
@@ -1002,7 +1013,9 @@ class _Multi(NamedTuple):
   x2: jax.Array  # (maxcon, 3)
 
 
-def _multicontact(g1, g2, t1, t2, p1, p2, c: _Ccd, margin, maxcon: int, maxcon_t) -> _Multi:
+def _multicontact(
+  g1, g2, t1, t2, p1, p2, c: _Ccd, margin, maxcon: int, maxcon_t, early: bool = False
+) -> _Multi:
   """mjc_multicontact: contacts of aligned faces or an edge on a face, clipped as polygons."""
   z1 = sp.feature_sizes(t1, p1)
   z2 = sp.feature_sizes(t2, p2)
@@ -1060,7 +1073,7 @@ def _multicontact(g1, g2, t1, t2, p1, p2, c: _Ccd, margin, maxcon: int, maxcon_t
   m1 = jnp.where(_isin(t1, (_C,)), 0.0, 0.5 * margin)
   m2 = jnp.where(_isin(t2, (_C,)), 0.0, 0.5 * margin)
   cap = kp + kp + 2
-  poly, cnt = _polygon_clip(clip_face, nclip, subj, nsubj, n, m1 + m2, cap)
+  poly, cnt = _polygon_clip(clip_face, nclip, subj, nsubj, n, m1 + m2, cap, early)
   quad = cnt >= 5
   pair = ~quad & (nsubj == 2) & (cnt >= 3)
   if maxcon >= 4:
@@ -1123,7 +1136,9 @@ def collide_convex(
   return _finish(g1, g2, t1, t2, c0, margin, ncon, static, poly1, poly2)
 
 
-def _finish(g1, g2, t1, t2, c0: _Ccd, margin, ncon: int, static: bool, poly1, poly2) -> Contacts:
+def _finish(
+  g1, g2, t1, t2, c0: _Ccd, margin, ncon: int, static: bool, poly1, poly2, early: bool = False
+) -> Contacts:
   """Contacts (ncon slots) of one pair from its penetration: mjc_Convex's multi-contact."""
   dist0, pos0, normal0 = _contact(c0, margin)
   if ncon == 1:
@@ -1138,7 +1153,7 @@ def _finish(g1, g2, t1, t2, c0: _Ccd, margin, ncon: int, static: bool, poly1, po
       _isin(t2, (_C,)) & _isin(t1, (_C, _Y, _B, _M))
     )
     maxcon_t = jnp.where(flat, 4, jnp.where(cap, 2, 1))
-  mc = _multicontact(g1, g2, t1, t2, poly1, poly2, c0, margin, ncon, maxcon_t)
+  mc = _multicontact(g1, g2, t1, t2, poly1, poly2, c0, margin, ncon, maxcon_t, early)
   multi = c0.ok & (mc.count > 0)
   slot = jnp.arange(ncon)
   pos = jnp.where(multi, 0.5 * (mc.x1 + mc.x2), pos0)
@@ -1234,10 +1249,16 @@ def collide_convex_group(
   )
   c0 = jax.vmap(_merge)(cores, e)
 
-  def fin(a, b, c, mg, u1, u2):
+  def fin(a, b, c, mg, u1, u2, early=False):
     (a, p1), (b, p2) = mesh(a, verts1, poly1), mesh(b, verts2, poly2)
-    return _finish(a, b, *ty(u1, u2), c, mg, ncon, static, p1, p2)
+    return _finish(a, b, *ty(u1, u2), c, mg, ncon, static, p1, p2, early)
 
   empty = Contacts(jnp.full(ncon, NO_CONTACT), jnp.zeros((ncon, 3)), jnp.eye(3))
-  out = broadphase.map_live(lambda a: fin(*a), c0.ok & live, (g1, g2, c0, margin, t1, t2), empty)
+  out = broadphase.map_live(
+    lambda a: fin(*a),
+    c0.ok & live,
+    (g1, g2, c0, margin, t1, t2),
+    empty,
+    fast=lambda a: fin(*a, early=True),
+  )
   return out, overflow

@@ -471,8 +471,9 @@ def mesh_table(m: Model, mesh: np.ndarray) -> MeshTable | None:
   return MeshTable(vert, poly, row, hull_vert, jnp.asarray(hull_id, dtype=jnp.int32))
 
 
-def _row(t: MeshTable | None) -> jax.Array | None:
-  return None if t is None else jnp.asarray(t.row)
+def _row(t: MeshTable | None, pick: Callable) -> jax.Array | None:
+  """The table rows of the collided pairs' geoms (pick: the pairs' selection)."""
+  return None if t is None else pick(jnp.asarray(t.row))
 
 
 def _mesh_poly(m: Model, mesh: int) -> sp.MeshPoly | None:
@@ -669,9 +670,9 @@ def collision(m: Model, d: Data) -> Data:
     c1, c2, cm = pick(g1), pick(g2), pick(margin + gap)
     tables = (None, None)
     if grp['mesh'] == (-2, -2):
-      tables = (mesh_table(m, pick(grp['mesh1'])), mesh_table(m, pick(grp['mesh2'])))
-      info1 = _geom_info(m, d, c1, -1)._replace(mesh=_row(tables[0]))
-      info2 = _geom_info(m, d, c2, -1)._replace(mesh=_row(tables[1]))
+      tables = (mesh_table(m, grp['mesh1']), mesh_table(m, grp['mesh2']))
+      info1 = _geom_info(m, d, c1, -1)._replace(mesh=_row(tables[0], pick))
+      info2 = _geom_info(m, d, c2, -1)._replace(mesh=_row(tables[1], pick))
     else:
       info1 = _geom_info(m, d, c1, grp['mesh'][0])
       info2 = _geom_info(m, d, c2, grp['mesh'][1], rbound=hid >= 0)
