@@ -631,8 +631,8 @@ def make_constraint(m: Model, d: Data) -> Data:
 
 
 def _check_supported(m: Model) -> None:
-  """Refuses MuJoCo 4 contact features jaxsim's rows do not model (adhesion, surface velocity)."""
-  for name in ('geom_adhesion', 'pair_adhesion', 'geom_surfacevel'):
+  """Refuses MuJoCo 4 contact features jaxsim's rows do not model (adhesion)."""
+  for name in ('geom_adhesion', 'pair_adhesion'):
     if name not in m.fields():
       continue
     try:
@@ -696,6 +696,53 @@ def _jdotv(m: Model, d: Data, lay: Layout) -> jax.Array:
   return out
 
 
+def _has_surfacevel(m: Model) -> bool:
+  """Whether any geom has a surface velocity (flg_surfacevel; True where the values are traced)."""
+  if 'geom_surfacevel' not in m.fields():
+    return False
+  try:
+    return bool(np.any(np.asarray(m.geom_surfacevel) != 0))
+  except jax.errors.TracerArrayConversionError:
+    return True
+
+
+def _surface_vel(m: Model, d: Data, lay: Layout) -> jax.Array:
+  """The contact rows' relative surface velocity (nefc,) to add to efc_vel (mj_addSurfaceVel).
+
+  Each geom's material moves at geom_surfacevel (linear, angular; geom frame); geom2's minus
+  geom1's, in the contact frame, drives the tangent and torsional rows only.
+  """
+  con = d.contact
+  g = jnp.maximum(jnp.stack([con.geom1, con.geom2], -1), 0)  # (ncon, 2)
+  sv = m.geom_surfacevel[g]  # (ncon, 2, 6)
+  mat = d.geom_xmat[g]  # (ncon, 2, 3, 3)
+  lin = jnp.einsum('csij,csj->csi', mat, sv[..., :3])
+  ang = jnp.einsum('csij,csj->csi', mat, sv[..., 3:])
+  lin = lin + jnp.cross(ang, con.pos[:, None, :] - d.geom_xpos[g])  # mj_geomSurfaceVelocity
+  svel, sang = lin[:, 1] - lin[:, 0], ang[:, 1] - ang[:, 0]
+  cs = jnp.concatenate(
+    [jnp.einsum('cij,cj->ci', con.frame, svel), jnp.einsum('cij,cj->ci', con.frame, sang)], -1
+  )
+  cs = cs * jnp.array([0.0, 1.0, 1.0, 1.0, 0.0, 0.0])  # no normal push, no rolling drive
+  # static row map: slot, component of cs, friction coefficient (-1: none) and its sign
+  pyramidal = m.opt.cone == ConeType.PYRAMIDAL
+  rows, slot, comp, mu, sign = [], [], [], [], []
+  for i, (adr, dim) in enumerate(zip(lay.contact_efcadr, lay.contact_dim, strict=True)):
+    adr, dim = int(adr), int(dim)
+    if dim == 1 or not pyramidal:
+      for j in range(dim):
+        rows.append(adr + j), slot.append(i), comp.append(j), mu.append(-1), sign.append(1.0)
+    else:
+      for k in range(1, dim):
+        for r, sg in ((0, 1.0), (1, -1.0)):
+          rows.append(adr + 2 * (k - 1) + r), slot.append(i), comp.append(k)
+          mu.append(k - 1), sign.append(sg)
+  slot, comp, mu = np.asarray(slot), np.asarray(comp), np.asarray(mu)
+  val = cs[slot, comp]
+  scale = jnp.where(mu >= 0, con.friction[slot, np.maximum(mu, 0)] * np.asarray(sign), 1.0)
+  return jnp.zeros(lay.nefc, val.dtype).at[np.asarray(rows)].add(val * scale)
+
+
 def reference(m: Model, d: Data) -> Data:
   """efc_vel = J qvel and the reference acceleration efc_aref (mj_referenceConstraint).
 
@@ -706,6 +753,8 @@ def reference(m: Model, d: Data) -> Data:
   if not lay.nefc:
     return d
   vel = d.efc_J @ d.qvel
+  if _has_surfacevel(m) and len(lay.contact_efcadr):
+    vel = vel + _surface_vel(m, d, lay)
   kbip = d.efc_KBIP
   aref = -kbip[:, 1] * vel - kbip[:, 0] * kbip[:, 2] * (d.efc_pos - d.efc_margin)
   if lay.ne and m.nv:

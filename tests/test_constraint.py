@@ -507,6 +507,30 @@ def test_contacts(cone, impratio):
   assert excluded  # contacts in the gap were seen and dropped
 
 
+@pytest.mark.parametrize('cone', ['pyramidal', 'elliptic'])
+def test_contacts_surfacevel(cone):
+  """MuJoCo 4's geom surfacevel (a moving floor and a spinning capsule, linear and angular): the
+  contact rows' efc_vel and efc_aref carry the relative surface velocity, tangent and torsional
+  components only (mj_addSurfaceVel), as MuJoCo's, for pyramidal and elliptic cones."""
+  xml = CONTACT_XML.format(impratio=1.5, cone=cone)
+  xml = xml.replace('condim="1"/>', 'condim="1" surfacevel=".3 -.2 .4 .1 .2 .7"/>', 1)
+  xml = xml.replace('solref="-1000 -20"', 'solref="-1000 -20" surfacevel="0 .4 -.3 .2 0 1.5"')
+  m, mj = load_xml(xml)
+  assert np.any(np.asarray(m.geom_surfacevel) != 0) and not m.unsupported
+  rng = np.random.default_rng(6)
+  dims = set()
+  for k in range(4):
+    qpos, qvel = _random_free_state(mj, rng)
+    if k % 2:
+      qpos[21:24] = qpos[14:17] + rng.normal(size=3) * 0.02 + np.array([0.05, 0, 0.1])
+    md = mujoco.MjData(mj)
+    md.qpos[:] = qpos
+    mujoco.mj_forward(mj, md)
+    dims |= {int(md.contact[i].dim) for i in range(md.ncon) if md.contact[i].efc_address >= 0}
+    compare(m, mj, qpos, qvel, f'{cone} state {k}')
+  assert {3, 6} <= dims
+
+
 def test_contacts_refsafe_off():
   m, mj = load_xml(CONTACT_XML.format(impratio=1.5, cone='elliptic'), timestep=0.03)
   bit = int(types.DisableBit.REFSAFE)

@@ -1326,9 +1326,8 @@ class _Compiler:
     out['geom_rbound'] = np.array([_rbound(g, self) for g in geoms], dtype=float)
     out['geom_fluidshape'] = np.array([g['fluidshape'] for g in geoms], dtype=int)
     out['geom_fluidcoef'] = _rows([g['fluidcoef'] for g in geoms], 5)
+    out['geom_surfacevel'] = _rows([g['surfacevel'] for g in geoms], 6)
     for g in geoms:
-      if (g['surfacevel'] != 0).any():
-        self.note_unsupported('geom surfacevel')
       if g['type'] == 0 and weldid[g['body']] != 0 and not bodies[weldid[g['body']]]['mocap']:
         raise g['elem'].error('planes are only allowed in static bodies', attribute='type')
     # sites
