@@ -486,23 +486,29 @@ def test_friction_and_limits():
   assert len(counts) > 3  # different sets of active limits were exercised
 
 
-@pytest.mark.parametrize('cone', ['pyramidal', 'elliptic'])
-@pytest.mark.parametrize('impratio', [1.0, 2.5])
-def test_contacts(cone, impratio):
-  m, mj = load_xml(CONTACT_XML.format(impratio=impratio, cone=cone))
-  rng = np.random.default_rng(3)
+def _compare_contact_states(m, mj, rng, n: int, what: str) -> tuple[set[int], int]:
+  """compare() at n random states of CONTACT_XML's bodies (every other one pushing soft and cap,
+  an explicit pair, into each other); returns the condims of MuJoCo's rows and how many
+  contacts MuJoCo excluded (in the gap)."""
   dims, excluded = set(), 0
-  for k in range(8):
+  for k in range(n):
     qpos, qvel = _random_free_state(mj, rng)
     if k % 2:
-      # push soft and cap (an explicit pair) into each other
       qpos[21:24] = qpos[14:17] + rng.normal(size=3) * 0.02 + np.array([0.05, 0, 0.1])
     md = mujoco.MjData(mj)
     md.qpos[:] = qpos
     mujoco.mj_forward(mj, md)
     dims |= {int(md.contact[i].dim) for i in range(md.ncon) if md.contact[i].efc_address >= 0}
     excluded += sum(md.contact[i].efc_address < 0 for i in range(md.ncon))
-    compare(m, mj, qpos, qvel, f'{cone} state {k}')
+    compare(m, mj, qpos, qvel, f'{what} state {k}')
+  return dims, excluded
+
+
+@pytest.mark.parametrize('cone', ['pyramidal', 'elliptic'])
+@pytest.mark.parametrize('impratio', [1.0, 2.5])
+def test_contacts(cone, impratio):
+  m, mj = load_xml(CONTACT_XML.format(impratio=impratio, cone=cone))
+  dims, excluded = _compare_contact_states(m, mj, np.random.default_rng(3), 8, cone)
   assert dims == {1, 3, 4, 6}
   assert excluded  # contacts in the gap were seen and dropped
 
@@ -517,17 +523,7 @@ def test_contacts_surfacevel(cone):
   xml = xml.replace('solref="-1000 -20"', 'solref="-1000 -20" surfacevel="0 .4 -.3 .2 0 1.5"')
   m, mj = load_xml(xml)
   assert np.any(np.asarray(m.geom_surfacevel) != 0) and not m.unsupported
-  rng = np.random.default_rng(6)
-  dims = set()
-  for k in range(4):
-    qpos, qvel = _random_free_state(mj, rng)
-    if k % 2:
-      qpos[21:24] = qpos[14:17] + rng.normal(size=3) * 0.02 + np.array([0.05, 0, 0.1])
-    md = mujoco.MjData(mj)
-    md.qpos[:] = qpos
-    mujoco.mj_forward(mj, md)
-    dims |= {int(md.contact[i].dim) for i in range(md.ncon) if md.contact[i].efc_address >= 0}
-    compare(m, mj, qpos, qvel, f'{cone} state {k}')
+  dims, _ = _compare_contact_states(m, mj, np.random.default_rng(6), 4, cone)
   assert {3, 6} <= dims
 
 
