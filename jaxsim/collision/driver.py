@@ -145,12 +145,6 @@ def groups(m: Model) -> list[dict[str, Any]]:
     )
     keys[conv_mesh] = -8
     keys[conv_mesh, 2] = _size_class(size[conv_mesh])
-    import os
-
-    if os.environ.get('JS_MERGE'):
-      keys[conv] = -8
-      keys[conv, 2] = keys[conv_mesh, 2].min()
-      conv_mesh = conv_mesh | conv
   idx_all = np.flatnonzero(keep)
   out: list[dict[str, Any]] = []
   if len(idx_all):
@@ -423,9 +417,10 @@ class MeshTable(NamedTuple):
 def mesh_table(m: Model, mesh: np.ndarray) -> MeshTable | None:
   """The mesh table of the geoms of a group side with mesh ids `mesh` (n,) (-1: not a mesh)."""
   mesh = np.asarray(mesh, dtype=int)
-  used, row = np.unique(np.maximum(mesh, 0), return_inverse=True)
   if not (mesh >= 0).any():
     return None
+  used = np.unique(mesh[mesh >= 0])
+  row = np.where(mesh >= 0, np.searchsorted(used, mesh), 0)
   adr, num = np.asarray(m.mesh_vertadr)[used], np.asarray(m.mesh_vertnum)[used]
   k = np.arange(int(num.max()))
   vert = m.mesh_vert[np.where(k[None, :] < num[:, None], adr[:, None] + k[None, :], adr[:, None])]
