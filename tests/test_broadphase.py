@@ -116,9 +116,10 @@ def test_limits_active_and_exact(pile):
     _assert_same(mine, ref, 2e-4, f'state {i}: vs MuJoCo')
 
 
-# three meshes of 6, 8 and 12 vertices (octahedron, box, hexagonal prism) on 13 free bodies: 78
-# mesh-mesh pairs, more than broadphase.MIN_PAIRS, in one GJK/EPA group of padded mesh tables
-_HEX = ' '.join(
+# three meshes of 6, 8 and 13 vertices (octahedron, box, hexagonal prism) on 13 free bodies over
+# a plane: 78 mesh-mesh pairs, more than broadphase.MIN_PAIRS, in one GJK/EPA group of padded
+# mesh tables, and 13 plane-mesh pairs in one group (exhaustive search and hill climbing)
+_HEX = '0.01 0 0 ' + ' '.join(  # an interior vertex first: hull ids are not vertex ids
   f'{0.05 * np.cos(a):.6f} {0.05 * np.sin(a):.6f} {z}'
   for z in (-0.04, 0.04)
   for a in np.arange(6) * np.pi / 3
@@ -128,7 +129,7 @@ MESH_PILE = (
   '<mesh name="oct" vertex=".06 0 0 -.06 0 0 0 .05 0 0 -.05 0 0 0 .04 0 0 -.04"/>'
   '<mesh name="box" vertex="-.05 -.04 -.03 .05 -.04 -.03 -.05 .04 -.03 .05 .04 -.03 '
   '-.05 -.04 .03 .05 -.04 .03 -.05 .04 .03 .05 .04 .03"/>'
-  f'<mesh name="hex" vertex="{_HEX}"/></asset><worldbody>'
+  f'<mesh name="hex" vertex="{_HEX}"/></asset><worldbody><geom type="plane" size="2 2 .1"/>'
   + ''.join(
     f'<body pos="{i % 5 * 0.3} {i // 5 * 0.3} .3"><freejoint/>'
     f'<geom type="mesh" mesh="{("oct", "box", "hex")[i % 3]}"/></body>'
@@ -139,10 +140,17 @@ MESH_PILE = (
 
 
 def test_mesh_pile_limited_group_vs_mujoco():
-  """A pile of three meshes: its mesh-mesh pairs form one group (padded tables) with the default
-  pair limit active; at random overlapping poses its contacts (up to 4 per pair) are MuJoCo's."""
+  """A pile of three meshes on a plane: its mesh-mesh pairs form one group (padded tables) with
+  the default pair limit active; at random overlapping poses its contacts (up to 4 per pair) are
+  MuJoCo's. Its plane-mesh pairs, one group too, give each mesh's own collide_plane_mesh
+  contacts, whose first (support-point) contact is MuJoCo's."""
+  from jaxsim.collision import primitive
+
   m = jaxsim.load_string(MESH_PILE)
-  grp = [g for g in driver.groups(m) if g['convex']]
+  grps = driver.groups(m)
+  plane = [g for g in grps if g['types'] == (0, 7)]
+  assert len(plane) == 1 and plane[0]['mesh'] == (-2, -2) and len(plane[0]['geom1']) == 13
+  grp = [g for g in grps if g['convex']]
   assert len(grp) == 1 and grp[0]['mesh'] == (-2, -2)
   assert len(set(grp[0]['mesh1']) | set(grp[0]['mesh2'])) == 3
   k = broadphase.limit(grp[0]['geom1'], grp[0]['geom2'], True, None)
@@ -156,30 +164,58 @@ def test_mesh_pile_limited_group_vs_mujoco():
     q[:, 7 * b + 2] = rng.uniform(0.0, 0.1, size=n)
     q[:, 7 * b + 3 : 7 * b + 7] = quat / np.linalg.norm(quat, axis=1, keepdims=True)
 
+  mesh_of = np.asarray(m.geom_dataid)
+
   @jax.jit
   @jax.vmap
   def contacts(qpos):
     d = jaxsim.make_data(m).replace(qpos=qpos)
     d = driver.collision(m, kinematics.kinematics(m, d))
-    return d.contact, d.warning[CONTACTFULL]
+    # each plane-mesh pair on its own, with its mesh's own (unpadded) arrays
+    alone = [
+      primitive.collide_plane_mesh(
+        *(
+          jax.tree_util.tree_map(lambda x: x[0], driver._geom_info(m, d, np.array([g]), mesh))
+          for g, mesh in ((0, -1), (g2, int(mesh_of[g2])))
+        ),
+        jnp.asarray(0.0),
+      )
+      for g2 in plane[0]['geom2']
+    ]
+    return d.contact, d.warning[CONTACTFULL], alone
 
-  ours, full = contacts(jnp.asarray(q))
+  ours, full, alone = contacts(jnp.asarray(q))
   assert not np.any(np.asarray(full))
   mj = mujoco.MjModel.from_xml_string(MESH_PILE)
   md = mujoco.MjData(mj)
-  total = 0
+  total = planar = 0
   for i in range(n):
     md.qpos[:] = q[i]
     mujoco.mj_forward(mj, md)
-    ref = sorted(
+    ref = [
       (int(c.geom[0]), int(c.geom[1]), float(c.dist), tuple(c.pos), tuple(c.frame[:3]))
       for c in md.contact[: md.ncon]
-    )
-    mine = _listed(ours, i)
+    ]
+    act, geom = np.asarray(ours.active[i]), np.asarray(ours.geom[i])
+    for j, g2 in enumerate(plane[0]['geom2']):
+      slots = np.flatnonzero(act & (geom[:, 0] == 0) & (geom[:, 1] == g2))
+      own = np.asarray(alone[j].dist[i])
+      own = own[own < NO_CONTACT / 2]
+      np.testing.assert_array_equal(np.asarray(ours.dist[i])[slots], own)
+      theirs = [r for r in ref if r[:2] == (0, g2)]
+      assert len(slots) > 0 if theirs else not len(slots), (i, g2)
+      if theirs:  # MuJoCo 4.0.0's extra plane-mesh points differ (test_collision_primitive)
+        planar += 1
+        first = (float(ours.dist[i, slots[0]]), tuple(np.asarray(ours.pos[i, slots[0]])))
+        np.testing.assert_allclose(first[0], theirs[0][2], atol=1e-12)
+        np.testing.assert_allclose(first[1], theirs[0][3], atol=1e-12)
+    mine = [r for r in _listed(ours, i) if r[0] != 0]
+    ref = sorted(r for r in ref if r[0] != 0)
     total += len(ref)
     # polytopes: EPA ends on a face exactly (discrete), contacts agree to round-off
     _assert_same(mine, ref, 1e-9, f'state {i}: vs MuJoCo')
   assert total > n * 20  # a real pile: many multi-contact pairs per state
+  assert planar > n * 4
 
 
 def test_pair_limit_overflow_keeps_nearest():

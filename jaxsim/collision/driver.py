@@ -145,6 +145,14 @@ def groups(m: Model) -> list[dict[str, Any]]:
     )
     keys[conv_mesh] = -8
     keys[conv_mesh, 2] = _size_class(size[conv_mesh])
+  # plane-mesh pairs likewise (meshes with a hull graph: hill climbing on padded graphs)
+  plane_mesh = ~on_field & (t1 == GeomType.PLANE) & (m2 >= 0)
+  if plane_mesh.any():
+    graph = np.array([md.graph is not None for md in m.mesh_data] + [False])
+    plane_mesh &= graph[m2]
+    keys[plane_mesh, 2] = _size_class(np.asarray(m.mesh_vertnum)[m2[plane_mesh]])
+    keys[plane_mesh, 3] = -2
+  by_table = conv_mesh | plane_mesh
   idx_all = np.flatnonzero(keep)
   out: list[dict[str, Any]] = []
   if len(idx_all):
@@ -162,7 +170,7 @@ def groups(m: Model) -> list[dict[str, Any]]:
       k0 = idx_all[first[u]]
       types = (int(t1[k0]), -1 if on_field[k0] else int(t2[k0]))
       # (-2, -2): meshes vary over the group's pairs (mesh1, mesh2)
-      mesh = (-2, -2) if conv_mesh[k0] else (int(m1[k0]), int(m2[k0]))
+      mesh = (-2, -2) if by_table[k0] else (int(m1[k0]), int(m2[k0]))
       out.append({'types': types, 'mesh': mesh, 'hfield': int(hid[k0]), 'pairs': members[u]})
   result = []
   multiccd = not m.opt.disableflags & DisableBit.MULTICCD
@@ -412,6 +420,9 @@ class MeshTable(NamedTuple):
   row: np.ndarray
   hull_vert: jax.Array  # (nm, H, 3) hull vertices (all vertices without a hull), padded
   hull_id: jax.Array  # (nm, H) their ids into vert, ascending, padded with the first
+  nvert: np.ndarray  # (nm,) vertex counts
+  graph_globalid: np.ndarray | None  # (nm, G) mesh_graph_arrays, padded with 0 (None: a mesh
+  graph_neighbors: np.ndarray | None  # (nm, G, D) has no graph); neighbours padded with -1
 
 
 def mesh_table(m: Model, mesh: np.ndarray) -> MeshTable | None:
@@ -424,11 +435,21 @@ def mesh_table(m: Model, mesh: np.ndarray) -> MeshTable | None:
   adr, num = np.asarray(m.mesh_vertadr)[used], np.asarray(m.mesh_vertnum)[used]
   k = np.arange(int(num.max()))
   vert = m.mesh_vert[np.where(k[None, :] < num[:, None], adr[:, None] + k[None, :], adr[:, None])]
-  hulls = []
+  hulls, graphs = [], []
   for i, n in zip(used, num, strict=True):
     graph = m.mesh_data[int(i)].graph
-    ids = np.arange(n) if graph is None else np.sort(mesh_graph_arrays(graph)[0])
+    graphs.append(None if graph is None else mesh_graph_arrays(graph))
+    ids = np.arange(n) if graph is None else np.sort(graphs[-1][0])
     hulls.append(ids)
+  gid = gnb = None
+  if all(g is not None for g in graphs):
+    nh = max(len(g[0]) for g in graphs)
+    deg = max(g[1].shape[1] for g in graphs)
+    gid = np.zeros((len(graphs), nh), np.int32)
+    gnb = np.full((len(graphs), nh, deg), -1, np.int32)
+    for j, (a, b) in enumerate(graphs):
+      gid[j, : len(a)] = a
+      gnb[j, : b.shape[0], : b.shape[1]] = b
   width = max(len(h) for h in hulls)
   hull_id = np.stack([np.concatenate([h, np.full(width - len(h), h[0])]) for h in hulls])
   hull_vert = m.mesh_vert[adr[:, None] + hull_id]
@@ -463,7 +484,8 @@ def mesh_table(m: Model, mesh: np.ndarray) -> MeshTable | None:
       )
     poly = jax.tree_util.tree_map(lambda *x: jnp.stack(x), *rows)
   row = row.reshape(-1).astype(np.int32)
-  return MeshTable(vert, poly, row, hull_vert, jnp.asarray(hull_id, dtype=jnp.int32))
+  hull_id = jnp.asarray(hull_id, dtype=jnp.int32)
+  return MeshTable(vert, poly, row, hull_vert, hull_id, num.astype(np.int32), gid, gnb)
 
 
 def _row(t: MeshTable | None, pick: Callable) -> jax.Array | None:
@@ -668,6 +690,16 @@ def collision(m: Model, d: Data) -> Data:
       tables = (mesh_table(m, grp['mesh1']), mesh_table(m, grp['mesh2']))
       info1 = _geom_info(m, d, c1, -1)._replace(mesh=_row(tables[0], pick))
       info2 = _geom_info(m, d, c2, -1)._replace(mesh=_row(tables[1], pick))
+      if not grp['convex']:  # plane-mesh: each pair's mesh gathered from the table
+        t, r = tables[1], _row(tables[1], pick)
+        info2 = info2._replace(
+          vert=t.vert[r],
+          graph_globalid=jnp.asarray(t.graph_globalid)[r],
+          graph_neighbors=jnp.asarray(t.graph_neighbors)[r],
+          nvert=jnp.asarray(t.nvert)[r],
+          rbound=m.geom_rbound[c2],
+          mesh=None,
+        )
     else:
       info1 = _geom_info(m, d, c1, grp['mesh'][0])
       info2 = _geom_info(m, d, c2, grp['mesh'][1], rbound=hid >= 0)

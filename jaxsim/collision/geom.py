@@ -31,6 +31,8 @@ class GeomInfo(NamedTuple):
   # search needs to visit (None: all of vert)
   hull_vert: jax.Array | None = None
   hull_id: jax.Array | None = None
+  # () int: the mesh's own vertex count where vert is padded (a mesh table's row; None: len(vert))
+  nvert: jax.Array | None = None
 
 
 class Contacts(NamedTuple):

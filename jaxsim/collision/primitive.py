@@ -287,7 +287,15 @@ def collide_plane_mesh(g1: GeomInfo, g2: GeomInfo, margin: jax.Array) -> Contact
     globalid = jnp.asarray(g2.graph_globalid)
     neighbors = jnp.asarray(g2.graph_neighbors)
   # mjc_initCCDObj: small meshes or meshes without a graph use exhaustive search
-  if has_graph and nvert >= 10:
+  if has_graph and g2.nvert is not None:
+    # a row of a mesh table (vertices padded with copies of vertex 0): both searches, the
+    # mesh's own size chooses
+    climb = _hillclimb(ldir, jax.lax.stop_gradient(vert), globalid, neighbors)
+    exhaustive = jnp.argmax(jax.lax.stop_gradient(vdots)).astype(climb.dtype)
+    small = g2.nvert < 10
+    ibest = jnp.where(small, exhaustive, globalid[climb])
+    meshindex = jnp.where(small, exhaustive, climb)
+  elif has_graph and nvert >= 10:
     meshindex = _hillclimb(ldir, jax.lax.stop_gradient(vert), globalid, neighbors)
     ibest = globalid[meshindex]
   else:
