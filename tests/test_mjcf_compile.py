@@ -56,7 +56,8 @@ QUATS = 'body_quat geom_quat site_quat cam_quat'.split()
 
 # compiler features no suite model exercises
 ASSETS = [
-  os.path.join(os.path.dirname(__file__), 'assets', f) for f in ('replicate.xml', 'tendons.xml')
+  os.path.join(os.path.dirname(__file__), 'assets', f)
+  for f in ('replicate.xml', 'tendons.xml', 'alignfree.xml')
 ]
 
 

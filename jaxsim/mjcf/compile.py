@@ -985,11 +985,10 @@ class _Compiler:
             raise ie.error('fullinertia and diaginertia cannot both be given', 'fullinertia')
           fi = ia['fullinertia']
           tensor = np.array([[fi[0], fi[3], fi[4]], [fi[3], fi[1], fi[5]], [fi[4], fi[5], fi[2]]])
-          w, v = inertia.principal_axes(tensor)
+          w, iquat = inertia.principal_frame(tensor)
           if w.min() < 0 and w.min() < -1e-12 * max(1.0, w.max()):
             raise ie.error('fullinertia is not positive semi-definite', attribute='fullinertia')
           inert = np.maximum(w, 0.0)
-          iquat = frames.mat_to_quat(v)
         else:
           if 'diaginertia' not in ia:
             raise ie.error('missing inertia: give diaginertia or fullinertia', 'diaginertia')
@@ -1014,8 +1013,8 @@ class _Compiler:
             raise e.error(
               'body mass or inertia from its geoms is not finite (too large sizes or positions)'
             )
-          w, v = inertia.principal_axes(tensor)
-          ipos, iquat, inert = com, frames.mat_to_quat(v), w
+          w, iquat = inertia.principal_frame(tensor)
+          ipos, inert = com, w
       if ipos is None:
         # MuJoCo copies the body's own frame (relative to its parent) into an undefined inertial
         # frame; massless bodies thus get ipos = pos, which shows in xipos.
@@ -1041,6 +1040,7 @@ class _Compiler:
         mass,
         inert,
       )
+      self.align_free(b)
       # joints
       b['dofnum'] = 0
       has_ball = False
@@ -1129,6 +1129,7 @@ class _Compiler:
       for lt in b.get('lights', []):
         lt['quat'] = lt.get('quat', np.array([1.0, 0, 0, 0]))
         self.compile_frame_only(lt, orient=False)
+      self._align_children(b)
     self.nq, self.nv = nq, nv
     # settotalmass
     total = self.comp['settotalmass']
@@ -1150,6 +1151,38 @@ class _Compiler:
     if self.comp['discardvisual']:
       fuse.discard_visual(self)
     self.build_body_arrays()
+
+  def align_free(self, b: dict):
+    """Free-joint alignment (mjCBody::Compile): a childless body whose only joint is a free
+    joint with align="true" (or "auto" under compiler alignfree) moves its frame to its inertial
+    frame; its geoms, sites, cameras and lights keep their world placement."""
+    js = b['joints']
+    if len(js) != 1 or js[0]['type'] != JNT_FREE or b['children']:
+      return
+    align = js[0].get('align', 2)
+    if not (align == 1 or (align == 2 and self.comp['alignfree'])):
+      return
+    ipos, iquat = b['ipos'], b['iquat']
+    b['pos'], b['quat'] = frames.frame_accum(np.asarray(b['pos'], float), b['quat'], ipos, iquat)
+    inv_quat = frames.quat_conj(iquat)
+    inv_pos = -frames.quat_rotate(inv_quat, ipos)
+    b['ipos'], b['iquat'] = np.zeros(3), np.array([1.0, 0, 0, 0])
+    for g in b['geoms']:
+      g['pos_c'], g['quat_c'] = frames.frame_accum(inv_pos, inv_quat, g['pos_c'], g['quat_c'])
+    b['align_inv'] = (inv_pos, inv_quat)  # sites, cameras and lights: after their compile
+
+  def _align_children(self, b: dict):
+    """Phase 2 of align_free: the body's sites, cameras and lights."""
+    if 'align_inv' not in b:
+      return
+    inv_pos, inv_quat = b['align_inv']
+    for obj in list(b['sites']) + list(b.get('cameras', [])):
+      obj['pos_c'], obj['quat_c'] = frames.frame_accum(
+        inv_pos, inv_quat, obj['pos_c'], obj['quat_c']
+      )
+    for lt in b.get('lights', []):
+      lt['pos_c'] = frames.frame_accum(inv_pos, inv_quat, lt['pos_c'], np.array([1.0, 0, 0, 0]))[0]
+      lt['dir'] = frames.quat_rotate(inv_quat, np.asarray(lt['dir'], float))
 
   def compile_site(self, s: dict):
     e = s['elem']

@@ -60,9 +60,9 @@ def _accumulate_inertia(par: dict, body: dict) -> None:
     r = frames.quat_to_mat(np.asarray(q, float))
     d = np.asarray(p, float) - com
     tensor += r @ np.diag(inert) @ r.T + m * (np.dot(d, d) * np.eye(3) - np.outer(d, d))
-  w, v = inertia.principal_axes(tensor)
+  w, q = inertia.principal_frame(tensor)
   par['mass'], par['ipos'] = total, com
-  par['iquat'], par['inertia'] = frames.mat_to_quat(v), np.maximum(w, 0.0)
+  par['iquat'], par['inertia'] = q, np.maximum(w, 0.0)
 
 
 def _move(obj: dict, body: dict, orient: bool = True) -> None:

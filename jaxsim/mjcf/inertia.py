@@ -110,6 +110,15 @@ def box_inertia(box: np.ndarray, mass: float) -> np.ndarray:
   return mass * np.array([b2[1] + b2[2], b2[0] + b2[2], b2[0] + b2[1]]) / 3
 
 
+def principal_frame(tensor: np.ndarray, tol: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+  """Principal moments (3,) in decreasing order and the frame's quaternion (4,) exactly as
+  mjuu_eig3 returns it (sign included: a free body aligned to it shows it in qpos0)."""
+  from jaxsim.mjcf.mesh import _eig3
+
+  w, q = _eig3([float(x) for x in np.asarray(tensor, dtype=float).reshape(9)], tol)
+  return np.array(w), np.array(q, dtype=float)
+
+
 def principal_axes(tensor: np.ndarray, tol: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
   """Principal moments (3,) in decreasing order and axes (3, 3) (columns) of an inertia tensor.
 
