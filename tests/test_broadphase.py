@@ -116,9 +116,10 @@ def test_limits_active_and_exact(pile):
     _assert_same(mine, ref, 2e-4, f'state {i}: vs MuJoCo')
 
 
-# three meshes of 6, 8 and 13 vertices (octahedron, box, hexagonal prism) on 13 free bodies over
-# a plane: 78 mesh-mesh pairs, more than broadphase.MIN_PAIRS, in one GJK/EPA group of padded
-# mesh tables, and 13 plane-mesh pairs in one group (exhaustive search and hill climbing)
+# three meshes of 6, 8 and 13 vertices (octahedron, box, hexagonal prism) on 18 free bodies over
+# a plane: 153 mesh-mesh pairs, more than broadphase.MIN_PAIRS, in one GJK/EPA group of padded
+# mesh tables, and 18 plane-mesh pairs in one group (exhaustive search and hill climbing)
+NMESH = 18
 _HEX = '0.01 0 0 ' + ' '.join(  # an interior vertex first: hull ids are not vertex ids
   f'{0.05 * np.cos(a):.6f} {0.05 * np.sin(a):.6f} {z}'
   for z in (-0.04, 0.04)
@@ -133,7 +134,7 @@ MESH_PILE = (
   + ''.join(
     f'<body pos="{i % 5 * 0.3} {i // 5 * 0.3} .3"><freejoint/>'
     f'<geom type="mesh" mesh="{("oct", "box", "hex")[i % 3]}"/></body>'
-    for i in range(13)
+    for i in range(NMESH)
   )
   + '</worldbody></mujoco>'
 )
@@ -149,7 +150,7 @@ def test_mesh_pile_limited_group_vs_mujoco():
   m = jaxsim.load_string(MESH_PILE)
   grps = driver.groups(m)
   plane = [g for g in grps if g['types'] == (0, 7)]
-  assert len(plane) == 1 and plane[0]['mesh'] == (-2, -2) and len(plane[0]['geom1']) == 13
+  assert len(plane) == 1 and plane[0]['mesh'] == (-2, -2) and len(plane[0]['geom1']) == NMESH
   grp = [g for g in grps if g['convex']]
   assert len(grp) == 1 and grp[0]['mesh'] == (-2, -2)
   assert len(set(grp[0]['mesh1']) | set(grp[0]['mesh2'])) == 3
@@ -157,10 +158,10 @@ def test_mesh_pile_limited_group_vs_mujoco():
   assert k < len(grp[0]['geom1'])
   rng = np.random.default_rng(5)
   n = 8
-  q = np.zeros((n, 7 * 13))
-  for b in range(13):
+  q = np.zeros((n, 7 * NMESH))
+  for b in range(NMESH):
     quat = rng.normal(size=(n, 4))
-    q[:, 7 * b : 7 * b + 2] = rng.uniform(0, 0.3, size=(n, 2))
+    q[:, 7 * b : 7 * b + 2] = rng.uniform(0, 0.4, size=(n, 2))
     q[:, 7 * b + 2] = rng.uniform(0.0, 0.1, size=n)
     q[:, 7 * b + 3 : 7 * b + 7] = quat / np.linalg.norm(quat, axis=1, keepdims=True)
 

@@ -22,10 +22,14 @@ from jaxsim.types import Data, GeomType, Model
 
 MIN_PAIRS = 64  # a group with at most this many pairs runs all of them
 MIN_EPA = 16  # a GJK/EPA group with at most this many collided pairs runs EPA on all of them
-EPA_PAIRS = 1.5  # default EPA limit: pairs in contact per geom of the group (each side)
+# default EPA limit: pairs in contact per geom of the group (each side); MuJoCo's
+# stacked_boxes.xml (18 boxes in a grid, faces, edges and corners exactly touching) has 2.3
+EPA_PAIRS = 3.0
 HFIELD_GEOMS = 8  # default: geoms of a height-field group whose windows are all tested
 CHUNK = 8  # pairs per collider call of map_live
-PARTNERS = 2  # default limit: each geom of the group near this many partners of the other side
+# default limit: each geom of the group near this many partners of the other side (by bounding
+# spheres; stacked_boxes.xml has 3.8)
+PARTNERS = 4
 
 
 def sphere_test(m: Model, d: Data, g1, g2, margin: jax.Array) -> tuple[jax.Array, jax.Array]:
@@ -74,8 +78,9 @@ def epa_limit(g1: np.ndarray, g2: np.ndarray, k: int, requested: int | None) -> 
 
   EPA runs where GJK finds the (margin-inflated) geoms overlapping, and for spheres and capsules
   only where their cores overlap too: one pair per contact of the group at most. By default
-  each geom of the group may touch three others (a random close packing touches about six
-  neighbours: three pairs per geom); a model's max_geom_pairs lets every collided pair run it.
+  each geom of the group may be in contact with six others, three pairs per geom and side (boxes
+  in a grid touching at faces, edges and corners: about five); a model's max_geom_pairs lets
+  every collided pair run it.
   """
   geoms = len(np.unique(g1)) + len(np.unique(g2))
   if requested is not None or k <= MIN_EPA:
