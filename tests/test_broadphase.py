@@ -38,13 +38,16 @@ PILE = (
 )
 
 
-def _poses(rng: np.random.Generator, n: int) -> np.ndarray:
-  """Random poses of the pile's bodies in a 0.45 m square, 0 to 0.15 m high: many overlap."""
-  q = np.zeros((n, 7 * NBODY))
-  for b in range(NBODY):
+def _poses(
+  rng: np.random.Generator, n: int, nbody: int = NBODY, side: float = 0.45, high: float = 0.15
+) -> np.ndarray:
+  """n random poses of nbody free bodies in a square of `side` m, 0 to `high` m up (the pile's
+  24 bodies in 0.45 m, 0.15 m high by default): many overlap."""
+  q = np.zeros((n, 7 * nbody))
+  for b in range(nbody):
     quat = rng.normal(size=(n, 4))
-    q[:, 7 * b : 7 * b + 2] = rng.uniform(0, 0.45, size=(n, 2))
-    q[:, 7 * b + 2] = rng.uniform(0.0, 0.15, size=n)
+    q[:, 7 * b : 7 * b + 2] = rng.uniform(0, side, size=(n, 2))
+    q[:, 7 * b + 2] = rng.uniform(0.0, high, size=n)
     q[:, 7 * b + 3 : 7 * b + 7] = quat / np.linalg.norm(quat, axis=1, keepdims=True)
   return q
 
@@ -156,14 +159,8 @@ def test_mesh_pile_limited_group_vs_mujoco():
   assert len(set(grp[0]['mesh1']) | set(grp[0]['mesh2'])) == 3
   k = broadphase.limit(grp[0]['geom1'], grp[0]['geom2'], True, None)
   assert k < len(grp[0]['geom1'])
-  rng = np.random.default_rng(5)
   n = 8
-  q = np.zeros((n, 7 * NMESH))
-  for b in range(NMESH):
-    quat = rng.normal(size=(n, 4))
-    q[:, 7 * b : 7 * b + 2] = rng.uniform(0, 0.4, size=(n, 2))
-    q[:, 7 * b + 2] = rng.uniform(0.0, 0.1, size=n)
-    q[:, 7 * b + 3 : 7 * b + 7] = quat / np.linalg.norm(quat, axis=1, keepdims=True)
+  q = _poses(np.random.default_rng(5), n, NMESH, 0.4, 0.1)
 
   mesh_of = np.asarray(m.geom_dataid)
 
