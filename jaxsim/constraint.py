@@ -298,6 +298,8 @@ class _Rows:
     'active': (),
   }
 
+  MAX_RUNS = 64  # beyond this many runs of consecutive rows, `get` scatters
+
   def __init__(self, nefc: int, nv: int, dtype):
     self.nefc, self.nv, self.dtype = nefc, nv, dtype
     self.parts: dict[str, list] = {k: [] for k in self.SHAPES}
@@ -319,6 +321,18 @@ class _Rows:
     if not parts:
       return out
     rows = np.concatenate([p[0] for p in parts])
+    if np.array_equal(np.sort(rows), np.arange(self.nefc)):
+      # every row set once (the usual case): the parts' runs of consecutive rows concatenated in
+      # row order, rather than a zero-filled copy scattered into (one more (nefc, nv) buffer)
+      runs = []
+      for k, (r, _) in enumerate(parts):
+        cut = np.flatnonzero(np.diff(r) != 1) + 1
+        for lo, hi in zip(np.r_[0, cut], np.r_[cut, len(r)], strict=True):
+          runs.append((int(r[lo]), k, int(lo), int(hi)))
+      if len(runs) <= self.MAX_RUNS:
+        runs.sort()
+        pieces = [parts[k][1][lo:hi] for _, k, lo, hi in runs]
+        return pieces[0] if len(pieces) == 1 else jnp.concatenate(pieces)
     vals = jnp.concatenate([p[1] for p in parts])
     return out.at[rows].set(vals, unique_indices=True)
 
@@ -504,12 +518,18 @@ def _contact(m: Model, d: Data, lay: Layout, r: _Rows) -> jax.Array:
   active = con.active[slots] & (con.dist[slots] < con.includemargin[slots])
   dims = lay.contact_dim[slots]
   frame = con.frame[slots]
-  jp1, jr1 = kinematics.jac_batch(m, d, pos, b1)
-  jp2, jr2 = kinematics.jac_batch(m, d, pos, b2)
   # contact frame rows: normal, tangents, then torsion and rolling (jacdif = jac2 - jac1)
-  jt = jnp.einsum('nij,njv->niv', frame, jp2 - jp1)
-  jr = jnp.einsum('nij,njv->niv', frame, jr2 - jr1)
-  jc = jnp.concatenate([jt, jr], axis=1)  # (n, 6, nv)
+  jt, jr = kinematics.jac_dif_frame(m, d, frame, pos, b1, b2)
+
+  def jc(s, lo, hi):
+    """Frame rows lo:hi (of normal, 2 tangents, 3 rotational) of slots s: (len(s), hi-lo, nv)."""
+    parts = [
+      x
+      for x in (jt[s, max(lo, 0) : min(hi, 3)], jr[s, max(lo - 3, 0) : max(hi - 3, 0)])
+      if x.shape[1]
+    ]
+    return parts[0] if len(parts) == 1 else jnp.concatenate(parts, axis=1)
+
   iw = jnp.asarray(m.body_invweight0)
   tran, rot = iw[b1, 0] + iw[b2, 0], iw[b1, 1] + iw[b2, 1]
   dist, margin = con.dist[slots], con.includemargin[slots]
@@ -523,14 +543,15 @@ def _contact(m: Model, d: Data, lay: Layout, r: _Rows) -> jax.Array:
     act = jnp.broadcast_to(active[s, None], rows.shape)
     dd, mm = dist[s, None], margin[s, None]
     if dim == 1 or not pyramidal:
-      jac = jc[s, :dim]
+      jac = jc(s, 0, dim)
       first = np.arange(dim) == 0
       r.set(rows, j=jac, pos=jnp.where(first, dd, 0.0), margin=jnp.where(first, mm, 0.0))
       diag = jnp.where(np.arange(dim) < 3, tran[s, None], rot[s, None])
     else:
       f = fri[s, : dim - 1]  # (n, dim-1)
-      edge = f[:, :, None] * jc[s, 1:dim]  # (n, dim-1, nv)
-      jac = jnp.stack([jc[s, :1] + edge, jc[s, :1] - edge], axis=2).reshape(len(s), nrow, -1)
+      edge = f[:, :, None] * jc(s, 1, dim)  # (n, dim-1, nv)
+      normal = jc(s, 0, 1)
+      jac = jnp.stack([normal + edge, normal - edge], axis=2).reshape(len(s), nrow, -1)
       r.set(rows, j=jac, pos=dd, margin=mm)
       other = jnp.where(np.arange(dim - 1) < 2, tran[s, None], rot[s, None])
       diag = jnp.repeat(tran[s, None] + f * f * other, 2, axis=1)

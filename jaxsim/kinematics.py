@@ -228,6 +228,37 @@ def jac_batch(m: Model, d: Data, points: jax.Array, bodies: jax.Array):
   return jax.vmap(lambda p, b: jac(m, d, p, b))(points, bodies)
 
 
+def jac_dif_frame(
+  m: Model, d: Data, frame: jax.Array, point: jax.Array, body1: jax.Array, body2: jax.Array
+) -> tuple[jax.Array, jax.Array]:
+  """frame (n, 3, 3) times jac(body2) - jac(body1) at points (n, 3): (n, 3, nv) each.
+
+  Translational and rotational rows as mj_jacDifPair then mju_mulMatMat with the frame, in
+  MuJoCo's operation order. Written per component so that XLA fuses it into one loop producing
+  (n, 3, nv), instead of materialising both Jacobians (n, 3, nv) and their difference.
+  """
+  dtype = d.cdof.dtype
+  tree = jnp.asarray(m.tree_body_dof, dtype=dtype)
+  # +1 / -1 on dofs that move only body2 / body1; 0 on the common ones, where jac2 - jac1 is 0
+  sign = tree[body2] - tree[body1]  # (n, nv)
+  root = np.asarray(m.body_rootid)[np.asarray(m.dof_bodyid)]
+  com = d.subtree_com[root]  # (nv, 3): the frame origin of each dof's tree
+  ang, lin = d.cdof[:, :3].T, d.cdof[:, 3:].T  # (3, nv)
+  off = [point[:, i, None] - com[None, :, i] for i in range(3)]  # (n, nv)
+  # mju_cross(cdof_ang, offset) + cdof_lin
+  jp = [
+    sign * (lin[i] + (ang[(i + 1) % 3] * off[(i + 2) % 3] - ang[(i + 2) % 3] * off[(i + 1) % 3]))
+    for i in range(3)
+  ]
+  jr = [sign * ang[i] for i in range(3)]
+
+  def rows(j):
+    f = frame[..., None]  # (n, 3, 3, 1)
+    return f[:, :, 0] * j[0][:, None] + f[:, :, 1] * j[1][:, None] + f[:, :, 2] * j[2][:, None]
+
+  return rows(jp), rows(jr)
+
+
 def apply_ft(
   m: Model, d: Data, force: jax.Array, torque: jax.Array, point: jax.Array, body: jax.Array
 ) -> jax.Array:
