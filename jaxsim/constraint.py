@@ -718,9 +718,11 @@ def _jdotv(m: Model, d: Data, lay: Layout) -> jax.Array:
 
 
 def _has_surfacevel(m: Model) -> bool:
-  """Whether any geom has a surface velocity (flg_surfacevel; True where the values are traced)."""
+  """Whether any geom has a surface velocity (static m.nsurfacevel; else True where traced)."""
   if 'geom_surfacevel' not in m.fields():
     return False
+  if 'nsurfacevel' in m.fields():
+    return m.nsurfacevel > 0
   try:
     return bool(np.any(np.asarray(m.geom_surfacevel) != 0))
   except jax.errors.TracerArrayConversionError:

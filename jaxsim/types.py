@@ -423,6 +423,9 @@ def make_model(compiled: Mapping[str, Any]) -> Model:
   )
   # static, as MuJoCo's ngravcomp: gravity compensation is traced only where some body has it
   compiled['ngravcomp'] = int(np.count_nonzero(np.asarray(compiled['body_gravcomp'])))
+  # likewise surface velocities (MuJoCo 4's flg_surfacevel): contact rows read them only if any
+  surfacevel = np.asarray(compiled.get('geom_surfacevel', np.zeros((0, 6))))
+  compiled['nsurfacevel'] = int(np.count_nonzero(np.any(surfacevel != 0, axis=-1)))
   for k, v in compiled.items():
     if k == 'opt':
       fields[k] = make_option(v, dtype)
