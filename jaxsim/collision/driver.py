@@ -29,7 +29,7 @@ import numpy as np
 from jaxsim import math
 from jaxsim.collision import broadphase, hfield, primitive
 from jaxsim.collision import support as sp
-from jaxsim.collision.geom import NO_CONTACT, Contacts, GeomInfo, make_frame, mesh_graph_arrays
+from jaxsim.collision.geom import NO_CONTACT, Contacts, GeomInfo, mesh_graph_arrays
 from jaxsim.types import Data, DisableBit, EnableBit, GeomType, Model
 
 MINMU = 1e-5  # mjMINMU
@@ -752,7 +752,8 @@ def collision(m: Model, d: Data) -> Data:
       )
     active = (c.dist < NO_CONTACT * 0.5) & ok[:, None]
     params = _contact_params(m, g1, g2, ipair)
-    frame = make_frame(c.frame[..., 0, :], c.frame[..., 1, :])
+    # colliders complete their frames (mju_makeFrame of normal and tangent, in mj_setContact)
+    frame = jnp.broadcast_to(c.frame, c.pos.shape + (3,))
     # each pair's own slots (fewer than the group's where it mixes types)
     keep = (np.arange(n)[None, :] < grp['nslot'][:, None]).reshape(-1)
     keep = None if keep.all() else np.flatnonzero(keep)
