@@ -663,15 +663,23 @@ def collision(m: Model, d: Data) -> Data:
   if flags & DisableBit.CONSTRAINT or flags & DisableBit.CONTACT:
     return d.replace(contact=d.contact.replace(active=jnp.zeros(b.ncon, bool)), ncon=jnp.int32(0))
   slot: dict[str, list] = {k: [] for k in ('dist', 'pos', 'frame', 'active')}
-  pair: dict[str, list] = {k: [] for k in _PAIR_FIELDS + ('geom1', 'geom2', 'dim')}
-  slot_pair, npair = [], 0
+  slot_pair = []
   overflow = jnp.array(False)
   requested = m.collision_pairs.get('max_geom_pairs')
   grps = groups(m)
-  for grp in grps:
-    g1, g2, ipair, n = grp['geom1'], grp['geom2'], grp['ipair'], grp['ncon']
-    margin, gap = _margin_gap(m, g1, g2, ipair)
-    ok, sgap = broadphase.sphere_test(m, d, g1, g2, margin + gap)
+  # per-pair quantities of all groups at once (groups' pairs in order): one program, not one per
+  # group
+  cat = lambda k: np.concatenate([g[k] for g in grps])  # noqa: E731
+  pairs_ = {'geom1': cat('geom1'), 'geom2': cat('geom2')}
+  ipairs = cat('ipair')
+  margins, gaps = _margin_gap(m, pairs_['geom1'], pairs_['geom2'], ipairs)
+  oks, sgaps = broadphase.sphere_test(m, d, pairs_['geom1'], pairs_['geom2'], margins + gaps)
+  pairs_.update(_contact_params(m, pairs_['geom1'], pairs_['geom2'], ipairs), includemargin=margins)
+  start = np.cumsum([0] + [len(g['geom1']) for g in grps])
+  for gi, grp in enumerate(grps):
+    g1, g2, n = grp['geom1'], grp['geom2'], grp['ncon']
+    lo, hi = int(start[gi]), int(start[gi + 1])
+    margin, gap, ok, sgap = margins[lo:hi], gaps[lo:hi], oks[lo:hi], sgaps[lo:hi]
     hid = grp['hfield']
     npg = len(g1)
     k = broadphase.limit(g1, g2, grp['convex'], requested)
@@ -751,7 +759,6 @@ def collision(m: Model, d: Data) -> Data:
         broadphase.scatter(c.frame, idx, npg, jnp.eye(3)),
       )
     active = (c.dist < NO_CONTACT * 0.5) & ok[:, None]
-    params = _contact_params(m, g1, g2, ipair)
     # colliders complete their frames (mju_makeFrame of normal and tangent, in mj_setContact)
     frame = jnp.broadcast_to(c.frame, c.pos.shape + (3,))
     # each pair's own slots (fewer than the group's where it mixes types)
@@ -761,20 +768,12 @@ def collision(m: Model, d: Data) -> Data:
     slot['pos'].append(_own(c.pos, (-1, 3), keep))
     slot['frame'].append(_own(frame, (-1, 3, 3), keep))
     slot['active'].append(_own(active, (-1,), keep))
-    pair['includemargin'].append(margin)
-    for k in ('friction', 'solref', 'solreffriction', 'solimp'):
-      pair[k].append(params[k])
-    pair['dim'].append(params['dim'])
-    pair['geom1'].append(g1)
-    pair['geom2'].append(g2)
-    slot_pair.append(np.repeat(np.arange(npair, npair + len(g1)), grp['nslot']))
-    npair += len(g1)
+    slot_pair.append(np.repeat(np.arange(lo, hi), grp['nslot']))
   # Data.contact in mj_collision's order (a static gather)
   order = slot_order(m, grps)
   slots = {k: jnp.concatenate(v)[order] for k, v in slot.items()}
-  pairs_ = {k: jnp.concatenate(pair[k]) for k in _PAIR_FIELDS}
   for k in ('geom1', 'geom2', 'dim'):
-    pairs_[k] = np.concatenate(pair[k]).astype(np.int32)
+    pairs_[k] = np.asarray(pairs_[k]).astype(np.int32)
   slot_pair = np.concatenate(slot_pair)[order]
   warning = d.warning
   if b.capped:
