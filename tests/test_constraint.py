@@ -527,6 +527,18 @@ def test_contacts_surfacevel(cone):
   assert {3, 6} <= dims
 
 
+def test_surfacevel_static_count():
+  """Model.nsurfacevel counts the geoms with a surface velocity (static, as ngravcomp), so that
+  contact rows skip mj_addSurfaceVel in models without any, also under a traced Model."""
+  plain, _ = load_xml(CONTACT_XML.format(impratio=1.0, cone='pyramidal'))
+  xml = CONTACT_XML.format(impratio=1.0, cone='pyramidal')
+  xml = xml.replace('condim="1"/>', 'condim="1" surfacevel=".3 -.2 .4 .1 .2 .7"/>', 1)
+  moving, _ = load_xml(xml)
+  assert (plain.nsurfacevel, moving.nsurfacevel) == (0, 1)
+  traced = jax.jit(lambda m: jnp.asarray(constraint._has_surfacevel(m)))
+  assert not traced(plain) and traced(moving)
+
+
 def test_contacts_refsafe_off():
   m, mj = load_xml(CONTACT_XML.format(impratio=1.5, cone='elliptic'), timestep=0.03)
   bit = int(types.DisableBit.REFSAFE)
