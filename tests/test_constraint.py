@@ -527,6 +527,29 @@ def test_contacts_surfacevel(cone):
   assert {3, 6} <= dims
 
 
+def test_rows_get_orders_parts_by_row(monkeypatch):
+  """_Rows.get places each kind's rows in their slots, however the parts interleave: by
+  concatenating runs of rows (all rows set), or by scattering (rows left unset, many runs)."""
+  rng = np.random.default_rng(0)
+  rows = [np.array([4, 5, 0]), np.array([[1, 2], [6, 7]]), np.array([3])]
+  vals = [rng.normal(size=r.shape + (2,)) for r in rows]
+
+  def build(nefc, parts):
+    r = constraint._Rows(nefc, 2, jnp.float64)
+    for rw, v in parts:
+      r.set(rw, j=v)
+    return np.asarray(r.get('j'))
+
+  want = np.zeros((8, 2))
+  for rw, v in zip(rows, vals, strict=True):
+    want[rw.reshape(-1)] = v.reshape(-1, 2)
+  parts = list(zip(rows, vals, strict=True))
+  np.testing.assert_array_equal(build(8, parts), want)  # runs, concatenated
+  np.testing.assert_array_equal(build(9, parts), np.r_[want, np.zeros((1, 2))])  # row 8 unset
+  monkeypatch.setattr(constraint._Rows, 'MAX_RUNS', 2)
+  np.testing.assert_array_equal(build(8, parts), want)  # too many runs: scattered
+
+
 def test_surfacevel_static_count():
   """Model.nsurfacevel counts the geoms with a surface velocity (static, as ngravcomp), so that
   contact rows skip mj_addSurfaceVel in models without any, also under a traced Model."""
