@@ -22,7 +22,8 @@ def local_frames(m: Model, d: Data):
   """Each body's frame relative to its parent after its joints, and each joint's pre-joint frame.
 
   Returns (pos (nbody, 3), quat (nbody, 4), jpos (njnt, 3), jquat (njnt, 4)); free bodies hold
-  their global frame.
+  their global frame. The k-th joints of all bodies are applied together, every joint type
+  computed and the body's own selected, in a scan over k (bodies have few joints each).
   """
   pos, quat = m.body_pos, m.body_quat
   mocapid = np.asarray(m.body_mocapid)
@@ -30,37 +31,50 @@ def local_frames(m: Model, d: Data):
     ids = np.flatnonzero(mocapid >= 0)
     pos = pos.at[ids].set(d.mocap_pos[mocapid[ids]])
     quat = quat.at[ids].set(math.quat_normalize(d.mocap_quat[mocapid[ids]]))
-  jpos = jnp.zeros((m.njnt, 3), pos.dtype)
-  jquat = jnp.zeros((m.njnt, 4), pos.dtype)
   jntnum, jntadr = np.asarray(m.body_jntnum), np.asarray(m.body_jntadr)
-  jnt_type, qadr = np.asarray(m.jnt_type), np.asarray(m.jnt_qposadr)
+  nk = int(jntnum.max(initial=0))
+  if not nk:
+    return pos, quat, jnp.zeros((m.njnt, 3), pos.dtype), jnp.zeros((m.njnt, 4), pos.dtype)
+  # static (k, body) tables: the body's k-th joint (0 where it has none), its type (-1: none)
+  has = jntnum[None, :] > np.arange(nk)[:, None]
+  jnt = np.where(has, jntadr[None, :] + np.arange(nk)[:, None], 0)
+  typ = np.where(has, np.asarray(m.jnt_type)[jnt], -1)
+  adr = np.asarray(m.jnt_qposadr)[jnt]
+  top = max(m.nq - 1, 0)
   qpos, qpos0 = d.qpos, m.qpos0
-  for k in range(int(jntnum.max(initial=0))):
-    bodies = np.flatnonzero(jntnum > k)
-    jnts = jntadr[bodies] + k
-    jpos = jpos.at[jnts].set(pos[bodies])
-    jquat = jquat.at[jnts].set(quat[bodies])
-    for jt in (FREE, BALL, SLIDE, HINGE):
-      sel = jnt_type[jnts] == jt
-      if not sel.any():
-        continue
-      b, j, a = bodies[sel], jnts[sel], qadr[jnts[sel]]
-      p, q = pos[b], quat[b]
-      if jt == FREE:
-        p = qpos[a[:, None] + np.arange(3)]
-        q = math.quat_normalize(qpos[a[:, None] + np.arange(3, 7)])
-      elif jt == SLIDE:
-        p = p + math.rot_vec_quat(m.jnt_axis[j], q) * (qpos[a] - qpos0[a])[:, None]
-      else:
-        if jt == BALL:
-          qloc = math.quat_normalize(qpos[a[:, None] + np.arange(4)])
-        else:
-          qloc = math.axis_angle_to_quat(m.jnt_axis[j], qpos[a] - qpos0[a])
-        anchor = p + math.rot_vec_quat(m.jnt_pos[j], q)
-        q = math.quat_mul(q, qloc)
-        p = anchor - math.rot_vec_quat(m.jnt_pos[j], q)
-      pos = pos.at[b].set(p)
-      quat = quat.at[b].set(q)
+  at = lambda n: qpos[np.minimum(adr[..., None] + np.arange(n), top)]  # noqa: E731
+  xs = (
+    jnp.asarray(typ),
+    m.jnt_axis[jnt],
+    m.jnt_pos[jnt],
+    at(7),  # free: position and quaternion; ball: quaternion first
+    qpos[adr] - qpos0[adr],  # slide and hinge displacement
+  )
+
+  def joint(carry, x):
+    p, q = carry
+    t, axis, jp, qp, dq = x
+    t = t[:, None]
+    # free
+    pf, qf = qp[:, :3], math.quat_normalize(qp[:, 3:7])
+    # slide
+    ps = p + math.rot_vec_quat(axis, q) * dq[:, None]
+    # hinge and ball: rotation about the joint's anchor
+    qloc = jnp.where(t == BALL, math.quat_normalize(qp[:, :4]), math.axis_angle_to_quat(axis, dq))
+    anchor = p + math.rot_vec_quat(jp, q)
+    qr = math.quat_mul(q, qloc)
+    pr = anchor - math.rot_vec_quat(jp, qr)
+    rot = (t == HINGE) | (t == BALL)
+    p_new = jnp.where(t == FREE, pf, jnp.where(t == SLIDE, ps, jnp.where(rot, pr, p)))
+    q_new = jnp.where(t == FREE, qf, jnp.where(rot, qr, q))
+    return (p_new, q_new), (p, q)
+
+  (pos, quat), (jp_all, jq_all) = jax.lax.scan(joint, (pos, quat), xs)
+  # each joint's pre-joint frame: its (k, body) entry, a static permutation
+  order = np.argsort(jnt[has], kind='stable')
+  flat = np.flatnonzero(has.reshape(-1))[order]
+  jpos = jp_all.reshape(-1, 3)[flat]
+  jquat = jq_all.reshape(-1, 4)[flat]
   return pos, quat, jpos, jquat
 
 
