@@ -316,10 +316,9 @@ class _Rows:
     """The field over all rows, zero (False) where no kind set it."""
     tail = (self.nv,) if name == 'j' else self.SHAPES[name]
     dtype = bool if name == 'active' else self.dtype
-    out = jnp.zeros((self.nefc,) + tail, dtype)
     parts = self.parts[name]
     if not parts:
-      return out
+      return jnp.zeros((self.nefc,) + tail, dtype)
     rows = np.concatenate([p[0] for p in parts])
     if np.array_equal(np.sort(rows), np.arange(self.nefc)):
       # every row set once (the usual case): the parts' runs of consecutive rows concatenated in
@@ -334,7 +333,7 @@ class _Rows:
         pieces = [parts[k][1][lo:hi] for _, k, lo, hi in runs]
         return pieces[0] if len(pieces) == 1 else jnp.concatenate(pieces)
     vals = jnp.concatenate([p[1] for p in parts])
-    return out.at[rows].set(vals, unique_indices=True)
+    return jnp.zeros((self.nefc,) + tail, dtype).at[rows].set(vals, unique_indices=True)
 
 
 def _first_rows(lay: Layout, typ: int, ids: np.ndarray) -> np.ndarray:
