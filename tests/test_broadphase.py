@@ -147,7 +147,7 @@ def test_mesh_pile_limited_group_vs_mujoco():
   """A pile of three meshes on a plane: its mesh-mesh pairs form one group (padded tables) with
   the default pair limit active; at random overlapping poses its contacts (up to 4 per pair) are
   MuJoCo's. Its plane-mesh pairs, one group too, give each mesh's own collide_plane_mesh
-  contacts, whose first (support-point) contact is MuJoCo's."""
+  contacts, which are MuJoCo's (support vertex and its face's vertices, in order)."""
   from jaxsim.collision import primitive
 
   m = jaxsim.load_string(MESH_PILE)
@@ -201,12 +201,11 @@ def test_mesh_pile_limited_group_vs_mujoco():
       own = own[own < NO_CONTACT / 2]
       np.testing.assert_array_equal(np.asarray(ours.dist[i])[slots], own)
       theirs = [r for r in ref if r[:2] == (0, g2)]
-      assert len(slots) > 0 if theirs else not len(slots), (i, g2)
-      if theirs:  # MuJoCo 4.0.0's extra plane-mesh points differ (test_collision_primitive)
-        planar += 1
-        first = (float(ours.dist[i, slots[0]]), tuple(np.asarray(ours.pos[i, slots[0]])))
-        np.testing.assert_allclose(first[0], theirs[0][2], atol=1e-12)
-        np.testing.assert_allclose(first[1], theirs[0][3], atol=1e-12)
+      assert len(slots) == len(theirs), (i, g2)
+      planar += len(theirs) > 1
+      for s, r in zip(slots, theirs, strict=True):  # in MuJoCo's order
+        np.testing.assert_allclose(float(ours.dist[i, s]), r[2], atol=1e-12)
+        np.testing.assert_allclose(np.asarray(ours.pos[i, s]), r[3], atol=1e-12)
     mine = [r for r in _listed(ours, i) if r[0] != 0]
     ref = sorted(r for r in ref if r[0] != 0)
     total += len(ref)

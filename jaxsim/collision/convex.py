@@ -20,7 +20,7 @@ import numpy as np
 
 from jaxsim.collision import broadphase
 from jaxsim.collision import support as sp
-from jaxsim.collision.geom import NO_CONTACT, Contacts, GeomInfo, make_frame
+from jaxsim.collision.geom import NO_CONTACT, Contacts, GeomInfo, make_frame, polygon_quad
 from jaxsim.types import GeomType
 
 MINVAL = 1e-15  # mjMINVAL
@@ -921,78 +921,6 @@ def _polygon_clip(face, nface, subj, nsubj, n, margin, cap: int, early: bool = F
   return out, jnp.sum(keep)
 
 
-def _quad_area(a, b, c, d):
-  g = jnp.cross(a - c, b - d)
-  return jnp.sqrt(g @ g) * 0.5
-
-
-def _polygon_quad(poly: jax.Array, n: jax.Array) -> jax.Array:
-  """polygonClip's maximum-area quadrilateral of a polygon with n >= 5 vertices: ids (4,)."""
-  poly = jax.lax.stop_gradient(poly)
-  nxt = lambda i: jnp.where(i + 1 >= n, 0, i + 1)  # noqa: E731
-  area = lambda a, b, c, d: _quad_area(poly[a], poly[b], poly[c], poly[d])  # noqa: E731
-
-  def grow(a, b, c, d, m):
-    # advance c, then b, while the area grows (d was just advanced)
-    def c_cond(st):
-      return st[1]
-
-    def c_body(st):
-      c, _, m = st
-      m2 = area(a, b, nxt(c), d)
-      better = m2 > m
-      return jnp.where(better, nxt(c), c), better, jnp.where(better, m2, m)
-
-    c, _, m = jax.lax.while_loop(c_cond, c_body, (c, jnp.array(True), m))
-
-    def b_body(st):
-      b, _, m = st
-      m2 = area(a, nxt(b), c, d)
-      better = m2 > m
-      return jnp.where(better, nxt(b), b), better, jnp.where(better, m2, m)
-
-    b, _, m = jax.lax.while_loop(c_cond, b_body, (b, jnp.array(True), m))
-    return b, c, m
-
-  def d_body(st):
-    a, b, c, d, m, best, _ = st
-    m2 = area(a, b, c, nxt(d))
-    better = m2 > m
-    b2, c2, m3 = grow(a, b, c, nxt(d), m2)
-    best2 = jnp.stack([a, b2, c2, nxt(d)])
-    return (
-      a,
-      jnp.where(better, b2, b),
-      jnp.where(better, c2, c),
-      jnp.where(better, nxt(d), d),
-      jnp.where(better, m3, m),
-      jnp.where(better, best2, best),
-      better,
-    )
-
-  def a_body(a, st):
-    b, c, d, m, best = st
-    _, b, c, d, m, best, _ = jax.lax.while_loop(
-      lambda s: s[6], d_body, (a, b, c, d, m, best, jnp.array(True))
-    )
-    # b, c and d never fall behind a
-    ba = b == a
-    b1 = jnp.where(ba, nxt(b), b)
-    cb = ba & (c == b1)
-    c1 = jnp.where(cb, nxt(c), c)
-    d1 = jnp.where(cb & (d == c1), nxt(d), d)
-    return b1, c1, d1, m, best
-
-  init = (jnp.array(1), jnp.array(2), jnp.array(3), area(0, 1, 2, 3), jnp.arange(4))
-  # indices only (no derivative flows): a while_loop over the n vertices
-  best = jax.lax.while_loop(
-    lambda c: c[0] < jnp.minimum(n, poly.shape[0]),
-    lambda c: (c[0] + 1, a_body(c[0], c[1])),
-    (jnp.array(0), init),
-  )[1][4]
-  return best
-
-
 def _farthest_pair(poly: jax.Array, n: jax.Array) -> jax.Array:
   """The first pair (i < j) of the n points farthest apart: ids (2,)."""
   k = poly.shape[0]
@@ -1077,7 +1005,7 @@ def _multicontact(
   quad = cnt >= 5
   pair = ~quad & (nsubj == 2) & (cnt >= 3)
   if maxcon >= 4:
-    sel_q = _polygon_quad(poly, jnp.where(quad, cnt, 5))
+    sel_q = polygon_quad(poly, jnp.where(quad, cnt, 5))
   else:
     sel_q = jnp.arange(4)
   sel_p = _farthest_pair(poly, cnt)

@@ -398,11 +398,13 @@ def _geom_info(m: Model, d: Data, geoms: np.ndarray, mesh: int, rbound: bool = F
   vert = _mesh_vert(m, mesh)
   globalid, neighbors = mesh_graph_arrays(m.mesh_data[mesh].graph)
   tile = lambda x: jnp.broadcast_to(jnp.asarray(x), (n,) + np.shape(x))  # noqa: E731
+  poly = _mesh_poly(m, mesh)
   return info._replace(
     vert=tile(vert),
     graph_globalid=tile(globalid),
     graph_neighbors=tile(neighbors),
     rbound=m.geom_rbound[geoms],
+    poly=None if poly is None else jax.tree.map(tile, poly),
   )
 
 
@@ -707,6 +709,7 @@ def collision(m: Model, d: Data) -> Data:
           nvert=jnp.asarray(t.nvert)[r],
           rbound=m.geom_rbound[c2],
           mesh=None,
+          poly=None if t.poly is None else sp.MeshPoly(*(x[r] for x in t.poly)),
         )
     else:
       info1 = _geom_info(m, d, c1, grp['mesh'][0])

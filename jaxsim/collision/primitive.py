@@ -15,7 +15,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxsim.collision.geom import NO_CONTACT, Contacts, GeomInfo, make_frame
+from jaxsim.collision.geom import NO_CONTACT, Contacts, GeomInfo, make_frame, polygon_quad
 from jaxsim.math import MINVAL
 from jaxsim.types import GeomType
 
@@ -274,7 +274,15 @@ def _hillclimb(local_dir, vert, globalid, neighbors):
 
 
 def collide_plane_mesh(g1: GeomInfo, g2: GeomInfo, margin: jax.Array) -> Contacts:
-  """mjc_PlaneConvex for a mesh: support vertex, then up to 2 more nearby vertices below margin."""
+  """mjc_PlaneConvex for a mesh: support vertex, then vertices of its face most facing the plane.
+
+  MuJoCo 4 takes the polygon at the support vertex whose normal points most against the plane's,
+  read from the support vertex on (where it has more than four vertices, the maximum-area
+  quadrilateral with a corner at the support vertex), and adds each of its vertices that is
+  within the margin and below the mesh centre.
+  Meshes without polygons keep MuJoCo 3's rule: up to two hull neighbours (all vertices without a
+  graph) within the margin and away from the first contact.
+  """
   normal = g1.mat[:, 2]
   vert = g2.vert
   nvert = vert.shape[0]
@@ -308,7 +316,10 @@ def collide_plane_mesh(g1: GeomInfo, g2: GeomInfo, margin: jax.Array) -> Contact
   pres = [_pre(dist <= margin, dist, first, normal)]
 
   threshold = _dot3(normal, g2.pos - g1.pos) - margin
-  if has_graph:
+  if has_graph and g2.poly is not None:
+    cand, cand_ok = _support_face(g2.poly, vert, g2.mat, g2.pos, ibest, ldir)
+    cand_ok = cand_ok & (vdots[cand] > 0)
+  elif has_graph:
     # neighbours of meshindex, read as a hull-local id (as MuJoCo does)
     cand_loc = neighbors[meshindex]
     cand_ok = cand_loc >= 0
@@ -319,15 +330,43 @@ def collide_plane_mesh(g1: GeomInfo, g2: GeomInfo, margin: jax.Array) -> Contact
   cand_vert = vert[cand]
   cand_ok = cand_ok & (_dot3(cand_vert, ldir) > threshold)
   pnt = jax.vmap(lambda v: _matvec(g2.mat, v))(cand_vert) + g2.pos
-  d = pnt - first
-  far = _sqrt(jnp.sum(d * d, axis=-1)) >= 0.3 * g2.rbound  # tolplanemesh * rbound
-  cand_ok = cand_ok & far
+  if g2.poly is None or not has_graph:
+    d = pnt - first
+    far = _sqrt(jnp.sum(d * d, axis=-1)) >= 0.3 * g2.rbound  # tolplanemesh * rbound
+    cand_ok = cand_ok & far
   cdist = (pnt - g1.pos) @ normal
   cpos = pnt - normal * (0.5 * cdist)[:, None]
   normals = jnp.broadcast_to(normal, cpos.shape)
-  # extra contacts only follow a first contact, at most 2 of them
+  # extra contacts only follow a first contact
   extra = _Pre(cand_ok & (dist <= margin), cdist, cpos, normals, jnp.zeros_like(normals))
-  return _finish(_cat(pres[0], extra), 3)
+  return _finish(_cat(pres[0], extra), 4)
+
+
+def _support_face(poly, vert, mat, pos, ibest, ldir) -> tuple[jax.Array, jax.Array]:
+  """Vertex ids (3,) after the support vertex on its polygon most facing ldir, and their mask."""
+  ldir = jax.lax.stop_gradient(ldir)
+  inc = poly.map[ibest]
+  ninc = poly.nmap[ibest]
+  align = poly.normal[jnp.maximum(inc, 0)] @ ldir
+  # first of equal alignments, as MuJoCo's strict comparison
+  face = inc[jnp.argmax(jnp.where(jnp.arange(inc.shape[0]) < ninc, align, -jnp.inf))]
+  ids, n = poly.vert[face], poly.nvert[face]
+  width = ids.shape[0]
+  # the polygon read from the support vertex on
+  start = jnp.argmax(ids == ibest)
+  k = jnp.arange(max(width, 4))
+  ring = ids[(start + k[:width]) % jnp.maximum(n, 1)]
+  if width > 4:
+    world = jax.lax.stop_gradient(vert[jnp.maximum(ring, 0)] @ mat.T + pos)
+    # MuJoCo keeps a corner where areas tie (regular polygons: cylinder caps, nuts)
+    rtol = 256 * float(jnp.finfo(world.dtype).eps)
+    quad = jnp.sort(polygon_quad(world, jnp.maximum(n, 5), anchored=True, rtol=rtol))
+    sel = jnp.where(n > 4, quad, k[:4])
+  else:
+    ring = jnp.concatenate([ring, jnp.full(4 - width, -1, ring.dtype)])
+    sel = k[:4]
+  ok = (sel[1:] < n) & (ninc > 0)
+  return jnp.maximum(ring[sel[1:]], 0), ok
 
 
 # ------------------------------------------------------------------------------------------------
@@ -876,7 +915,7 @@ MAX_CONTACTS: dict[tuple[int, int], int] = {
   (GeomType.PLANE, GeomType.ELLIPSOID): 1,
   (GeomType.PLANE, GeomType.CYLINDER): 4,
   (GeomType.PLANE, GeomType.BOX): 4,
-  (GeomType.PLANE, GeomType.MESH): 3,
+  (GeomType.PLANE, GeomType.MESH): 4,
   (GeomType.SPHERE, GeomType.SPHERE): 1,
   (GeomType.SPHERE, GeomType.CAPSULE): 1,
   (GeomType.SPHERE, GeomType.CYLINDER): 1,

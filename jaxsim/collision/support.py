@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxsim.collision.geom import GeomInfo
+from jaxsim.collision.geom import GeomInfo, MeshPoly
 from jaxsim.types import GeomType
 
 MINVAL = 1e-15  # mjMINVAL
@@ -165,16 +165,6 @@ _BOX_FACE = np.array(
   dtype=np.float64,
 )
 _BOX_AXES = np.array([[1, 0, 0], [-1, 0, 0], [0, 1, 0], [0, -1, 0], [0, 0, 1], [0, 0, -1]], float)
-
-
-class MeshPoly(NamedTuple):
-  """A mesh's polygons as MuJoCo's mesh_poly* arrays (one mesh, padded; ids local to the mesh)."""
-
-  normal: jax.Array  # (npoly, 3) mesh_polynormal
-  vert: jax.Array  # (npoly, P) int mesh_polyvert, -1 padded
-  nvert: jax.Array  # (npoly,) int mesh_polyvertnum
-  map: jax.Array  # (nvert, D) int mesh_polymap: polygons at each vertex, -1 padded
-  nmap: jax.Array  # (nvert,) int mesh_polymapnum
 
 
 class Sizes(NamedTuple):
