@@ -215,6 +215,29 @@ def test_mesh_pile_limited_group_vs_mujoco():
   assert planar > n * 4
 
 
+def test_mesh_pairs_of_all_sizes_share_one_program():
+  """GJK/EPA pairs with meshes of very different sizes (8 and 300 vertices, mesh-mesh and
+  box-mesh) form one collider group, padded tables and all, and so do their plane-mesh pairs:
+  each group is one GJK/EPA (or plane-mesh) program to compile."""
+  big = np.random.default_rng(3).normal(size=(300, 3)) * [0.1, 0.07, 0.05]
+  box = np.array(list(np.ndindex(2, 2, 2))) * 0.1
+  xml = f"""<mujoco><asset>
+    <mesh name="box" vertex="{' '.join(f'{x:.3f}' for x in box.ravel())}"/>
+    <mesh name="big" vertex="{' '.join(f'{x:.6f}' for x in big.ravel())}"/></asset>
+    <worldbody><geom type="plane" size="1 1 .1"/>
+      <body><freejoint/><geom type="mesh" mesh="box"/></body>
+      <body><freejoint/><geom type="mesh" mesh="big"/></body>
+      <body><freejoint/><geom type="box" size=".05 .05 .05"/></body></worldbody></mujoco>"""
+  m = jaxsim.load_string(xml)
+  assert len({int(m.mesh_vertnum[0]), int(m.mesh_vertnum[1])}) == 2
+  grps = driver.groups(m)
+  conv = [g for g in grps if g['convex']]
+  plane = [g for g in grps if g['types'] == (GeomType.PLANE, GeomType.MESH)]
+  assert len(conv) == 1 and conv[0]['mesh'] == (-2, -2) and len(conv[0]['geom1']) == 3
+  assert set(conv[0]['mesh1']) | set(conv[0]['mesh2']) == {-1, 0, 1}
+  assert len(plane) == 1 and len(plane[0]['geom1']) == 2
+
+
 def test_pair_limit_overflow_keeps_nearest():
   """max_geom_pairs (MJX's custom numeric) of 1: of two touching pairs the nearer (by bounding
   spheres) collides, the overflow is counted; -1 collides both."""
