@@ -674,7 +674,7 @@ def _jac_dot_v(m: Model, d: Data, point: jax.Array, body: np.ndarray):
     # quaternion dofs: cdof_dot from the velocity of their own body, as mj_jacDot does
     own = math.cross_motion(d.cvel[np.asarray(m.dof_bodyid)], d.cdof)
     cdof_dot = jnp.where(quat[:, None], own, cdof_dot)
-  mask = jnp.asarray(m.tree_body_dof, d.qvel.dtype)[body] * d.qvel  # (n, nv)
+  mask = kinematics.tree_rows(m, body, d.qvel.dtype) * d.qvel  # (n, nv)
   offset = point - d.subtree_com[np.asarray(m.body_rootid)[body]]
   cvel = d.cvel[body]
   pvel = cvel[:, 3:] + jnp.cross(cvel[:, :3], offset)

@@ -495,7 +495,7 @@ def _jac_dot(m: Model, d: Data, point: jax.Array, body: np.ndarray) -> jax.Array
     # quaternion dofs use the velocity of their own body, as mj_jacDot does
     own = math.cross_motion(d.cvel[np.asarray(m.dof_bodyid)], d.cdof)
     cdof_dot = jnp.where(quat[:, None], own, cdof_dot)
-  mask = jnp.asarray(m.tree_body_dof, dtype=d.cdof.dtype)[body]  # (n, nv)
+  mask = kinematics.tree_rows(m, body, d.cdof.dtype)  # (n, nv)
   offset = point - d.subtree_com[np.asarray(m.body_rootid)[body]]
   pvel = _point_vel(m, d, point, body)
   jd = (

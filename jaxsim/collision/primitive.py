@@ -334,6 +334,7 @@ def collide_plane_mesh(g1: GeomInfo, g2: GeomInfo, margin: jax.Array) -> Contact
     d = pnt - first
     far = _sqrt(jnp.sum(d * d, axis=-1)) >= 0.3 * g2.rbound  # tolplanemesh * rbound
     cand_ok = cand_ok & far
+    cand_ok = cand_ok & (jnp.cumsum(cand_ok) <= 2)  # maxplanemesh: 3 contacts in all
   cdist = (pnt - g1.pos) @ normal
   cpos = pnt - normal * (0.5 * cdist)[:, None]
   normals = jnp.broadcast_to(normal, cpos.shape)
