@@ -722,12 +722,12 @@ def collision(m: Model, d: Data) -> Data:
 
         opts = _ccd_options(m)
         opts['multiccd'] = not m.opt.disableflags & DisableBit.MULTICCD
-        # one mesh per side and group: its polygons are shared by every pair of the group
+        # pairs with a mesh gather their polygons from the mesh tables; the other GJK/EPA group
+        # holds primitives only
+        poly1 = poly2 = None
         if grp['mesh'] == (-2, -2):
           opts['verts1'], opts['verts2'] = tables
           poly1, poly2 = (None if t is None else t.poly for t in tables)
-        else:
-          poly1, poly2 = _mesh_poly(m, grp['mesh'][0]), _mesh_poly(m, grp['mesh'][1])
         t1, t2 = grp['types']
         if t1 < 0:
           t1, t2 = jnp.asarray(pick(grp['type1'])), jnp.asarray(pick(grp['type2']))

@@ -328,7 +328,7 @@ def collide_plane_mesh(g1: GeomInfo, g2: GeomInfo, margin: jax.Array) -> Contact
     cand = jnp.arange(nvert)
     cand_ok = cand != meshindex
   cand_vert = vert[cand]
-  cand_ok = cand_ok & (_dot3(cand_vert, ldir) > threshold)
+  cand_ok = cand_ok & (vdots[cand] > threshold)
   pnt = jax.vmap(lambda v: _matvec(g2.mat, v))(cand_vert) + g2.pos
   if g2.poly is None or not has_graph:
     d = pnt - first
@@ -345,7 +345,6 @@ def collide_plane_mesh(g1: GeomInfo, g2: GeomInfo, margin: jax.Array) -> Contact
 
 def _support_face(poly, vert, mat, pos, ibest, ldir) -> tuple[jax.Array, jax.Array]:
   """Vertex ids (3,) after the support vertex on its polygon most facing ldir, and their mask."""
-  ldir = jax.lax.stop_gradient(ldir)
   inc = poly.map[ibest]
   ninc = poly.nmap[ibest]
   align = poly.normal[jnp.maximum(inc, 0)] @ ldir
