@@ -23,7 +23,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxsim import noslip
+from jaxsim import noslip, pgs
 from jaxsim.math import safe_norm
 from jaxsim.types import ConeType, Data, DisableBit, Model, SolverType
 
@@ -597,7 +597,7 @@ def _force(r: _Rows, p: _Problem, qacc: jax.Array) -> jax.Array:
   return _update_constraint(p, r, p.J @ qacc - p.aref, False).force
 
 
-def _primal_jvp(cfg: _Config, r: _Rows, primals, tangents):
+def _primal_jvp(cfg: _Config, r: _Rows, primals, tangents, run=None):
   """Tangents of qacc and efc_force by implicit differentiation of the optimality condition.
 
   At the solution, MuJoCo's cost gradient g = M qacc - qfrc_smooth - J' efc_force(J qacc - aref)
@@ -606,11 +606,12 @@ def _primal_jvp(cfg: _Config, r: _Rows, primals, tangents):
   dqacc = -H^-1 (dg/dparams . dparams), with the zones (active set) of the solution, and the
   forces follow from qacc. The path inputs (warm start, qLD, tolerances) get no sensitivity;
   a solve stopped by opt.iterations before convergence gets the derivative of the exact
-  solution, not of its truncation.
+  solution, not of its truncation. `run(p, x)` is the solve (default: Newton or CG); the dual
+  solver (PGS) solves the same problem, so its solution gets the same derivative.
   """
   p, x = primals
   dp, _ = tangents
-  qacc, force, state, niter = _primal(cfg, r, p, x)
+  qacc, force, state, niter = (run or functools.partial(_primal, cfg, r))(p, x)
   upd = _update_constraint(p, r, p.J @ qacc - p.aref, cfg.ellipse)
   chol = _hessian(p, r, upd)
   _, dforce_p = jax.jvp(lambda p_: _force(r, p_, qacc), (p,), (dp,))
@@ -620,6 +621,72 @@ def _primal_jvp(cfg: _Config, r: _Rows, primals, tangents):
   float0 = jax.dtypes.float0
   zero_state, zero_niter = np.zeros(state.shape, float0), np.zeros(niter.shape, float0)
   return (qacc, force, state, niter), (dqacc, dforce_p + dforce_q, zero_state, zero_niter)
+
+
+class _PGSPath(NamedTuple):
+  """The PGS solve's inputs beside the problem: factor, warm start, islands, tolerance."""
+
+  qLD: jax.Array  # (nv, nv)
+  qacc_warmstart: jax.Array  # (nv,)
+  tolerance: jax.Array
+  label: jax.Array  # (nefc,) island of each row
+  inertia: jax.Array  # (nisland,) sum of diag(M) over each island's dofs
+
+
+def _pgs_path(m: Model, d: Data, blk: pgs.Blocks, p: _Problem) -> _PGSPath:
+  """Constraint islands (mj_island) and their inertia, for the PGS solve."""
+  con = d.contact
+  if con.geom1.shape[0]:
+    bt = jnp.asarray(np.concatenate([blk.body_treeid, [-1]]))
+    gb = jnp.asarray(np.asarray(m.geom_bodyid, np.int32))
+    t1 = bt[jnp.where(con.geom1 >= 0, gb[jnp.maximum(con.geom1, 0)], -1)]
+    t2 = bt[jnp.where(con.geom2 >= 0, gb[jnp.maximum(con.geom2, 0)], -1)]
+  else:
+    t1 = t2 = jnp.zeros(0, jnp.int32)
+  inc = pgs.row_trees(blk, p.J, t1, t2)
+  enabled = not m.opt.disableflags & DisableBit.ISLAND
+  label, tree_label = pgs.islands(inc, p.active, enabled)
+  nisl = max(blk.ntree, 1)
+  diag = jnp.diagonal(p.M)
+  if enabled and blk.ntree:
+    inertia = jax.ops.segment_sum(diag, tree_label[blk.dof_treeid], nisl)
+  else:
+    inertia = jnp.full(nisl, jnp.sum(diag))
+  return _PGSPath(d.qLD, d.qacc_warmstart, m.opt.tolerance, label, inertia)
+
+
+def _pgs(cfg: _Config, r: _Rows, blk: pgs.Blocks, p: _Problem, x: _PGSPath):
+  """qacc, efc_force, efc_state, solver_niter of the PGS solver (mj_solPGS, mj_dualFinish)."""
+  jw = p.J @ x.qacc_warmstart - p.aref
+  if cfg.warmstart:
+    # the primal forces at qacc_warmstart, or zero where their dual cost is not negative
+    f = _update_constraint(p, r, jw, False).force
+    b = jnp.where(p.active, p.J @ p.qacc_smooth - p.aref, 0.0)
+    arf = p.J @ jax.scipy.linalg.cho_solve((x.qLD, True), p.J.T @ f) + p.R * f
+    f = jnp.where(f @ b + 0.5 * f @ arf > 0, 0.0, f)
+  else:
+    f = jnp.zeros_like(p.aref)
+  force, niter = pgs.solve(
+    blk,
+    p.J,
+    x.qLD,
+    p.qacc_smooth,
+    f,
+    p.R,
+    p.aref,
+    p.floss,
+    p.active,
+    p.fric,
+    x.label,
+    x.inertia,
+    cfg.iterations,
+    x.tolerance,
+  )
+  qacc = p.qacc_smooth + jax.scipy.linalg.cho_solve((x.qLD, True), p.J.T @ force)
+  state = noslip.dual_state(
+    force, int(r.eq.sum()), int(r.fri.sum()), p.floss, p.active, r.rows, p.mu, p.fric
+  )
+  return qacc, force, state, niter
 
 
 def problem(d: Data, r: _Rows) -> _Problem:
@@ -651,10 +718,11 @@ def solve(m: Model, d: Data, layout: Any = None) -> Data:
   Reads efc_J (nefc, nv), efc_D, efc_R, efc_frictionloss, efc_aref, efc_active (nefc,), qM and its
   Cholesky factor qLD (nv, nv), qfrc_smooth, qacc_smooth, qacc_warmstart (nv,), contact mu and
   friction; `layout` is the static row layout (default `jaxsim.constraint.layout(m)`).
-  Monolithic solve (MuJoCo with islands disabled); rows with efc_active False take no part.
-  Improvement and gradient tests are scaled by 1 / trace(qM), as mujoco 4.0.0 does; PGS is not
-  offered. qacc_warmstart is read, not written. Derivatives (forward and reverse mode) are
-  those of the solution by implicit differentiation (`_primal_jvp`), not of the iterations.
+  Newton and CG: monolithic solve (MuJoCo with islands disabled); PGS: per constraint island, as
+  MuJoCo (`jaxsim.pgs`). Rows with efc_active False take no part. Improvement and gradient tests
+  are scaled by 1 / trace(qM), as mujoco 4.0.0 does (PGS: by 1 / the island's sum of diag(M)).
+  qacc_warmstart is read, not written. Derivatives (forward and reverse mode) are those of the
+  solution by implicit differentiation (`_primal_jvp`), not of the iterations.
   """
   if layout is None:
     from jaxsim import constraint
@@ -674,8 +742,8 @@ def solve(m: Model, d: Data, layout: Any = None) -> Data:
       solver_niter=jnp.zeros((), jnp.int32),
     )
   solver = int(m.opt.solver)
-  if solver not in (SolverType.CG, SolverType.NEWTON):
-    raise ValueError(f'solver {solver} is not supported: use Newton ({SolverType.NEWTON}) or CG')
+  if solver not in (SolverType.PGS, SolverType.CG, SolverType.NEWTON):
+    raise ValueError(f'solver {solver} is not supported: use Newton, CG or PGS')
   cfg = _Config(
     newton=solver == SolverType.NEWTON,
     ellipse=int(m.opt.cone) == ConeType.ELLIPTIC and len(r.con) > 0,
@@ -684,9 +752,16 @@ def solve(m: Model, d: Data, layout: Any = None) -> Data:
     warmstart=not m.opt.disableflags & DisableBit.WARMSTART,
   )
   p = problem(d, r)
-  x = _Path(d.qLD, d.qacc_warmstart, m.opt.tolerance, m.opt.ls_tolerance)
-  primal = jax.custom_jvp(functools.partial(_primal, cfg, r))
-  primal.defjvp(functools.partial(_primal_jvp, cfg, r))
+  if solver == SolverType.PGS:
+    blk = pgs.blocks(m, layout)
+    x = _pgs_path(m, d, blk, p)
+    run = functools.partial(_pgs, cfg, r, blk)
+    primal = jax.custom_jvp(run)
+    primal.defjvp(functools.partial(_primal_jvp, cfg, r, run=run))
+  else:
+    x = _Path(d.qLD, d.qacc_warmstart, m.opt.tolerance, m.opt.ls_tolerance)
+    primal = jax.custom_jvp(functools.partial(_primal, cfg, r))
+    primal.defjvp(functools.partial(_primal_jvp, cfg, r))
   qacc, force, state, niter = primal(p, x)
   if m.opt.noslip_iterations > 0:
     force, extra = noslip.solve(

@@ -50,8 +50,9 @@ class IntegratorType(enum.IntEnum):
 
 
 class SolverType(enum.IntEnum):
-  """mjtSolver (PGS is not offered)."""
+  """mjtSolver."""
 
+  PGS = 0
   CG = 1
   NEWTON = 2
 

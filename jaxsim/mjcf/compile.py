@@ -313,8 +313,6 @@ class _Compiler:
     for key in ('iterations', 'ls_iterations'):
       if attrs.get(key, 1) < 0:
         raise e.error(f'{key} must be non-negative', attribute=key)
-    if attrs.get('solver') == 0:
-      self.note_unsupported('PGS solver (option solver="PGS"); use Newton or CG')
     groups = attrs.pop('actuatorgroupdisable', None)
     if groups is not None:
       groups = np.atleast_1d(np.asarray(groups, dtype=int))
