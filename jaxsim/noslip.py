@@ -212,12 +212,14 @@ def solve(
   iterations: int,
   tolerance: jax.Array,
   scale: jax.Array,
+  label: jax.Array | None = None,
 ) -> tuple[jax.Array, jax.Array]:
-  """efc_force (nefc,) after at most `iterations` noslip sweeps, and the sweeps run.
+  """efc_force (nefc,) after at most `iterations` noslip sweeps, and the most sweeps of an island.
 
   J (nefc, nv), qLD the Cholesky factor of M (nv, nv), force the main solver's efc_force,
-  slot_friction (ncon, 5) contact friction per slot; improvement is scaled by `scale` and
-  compared with `tolerance` (opt.noslip_tolerance).
+  slot_friction (ncon, 5) contact friction per slot. With `label` (nefc,), the island of each
+  row, each island stops on its own (mj_solNoSlip_island) when its improvement, scaled by its
+  entry of `scale` (nisland,), is below `tolerance` (opt.noslip_tolerance); without, one island.
   """
   nefc, dtype = J.shape[0], J.dtype
   nblk = blk.rows.shape[0]
@@ -230,8 +232,12 @@ def solve(
     fric_b = jnp.ones((nblk, WIDTH), dtype)
   nrow = jnp.asarray((blk.rows < nefc).sum(axis=1), jnp.int32)
   xs = (jnp.asarray(blk.rows), jnp.asarray(blk.kind), jnp.asarray(blk.normal), fric_b, nrow)
-  tolerance, scale = jnp.asarray(tolerance, dtype), jnp.asarray(scale, dtype)
-  args = (W, J, qacc_smooth, force, R, aref, floss, active, xs, tolerance, scale)
+  tolerance, scale = jnp.asarray(tolerance, dtype), jnp.atleast_1d(jnp.asarray(scale, dtype))
+  if label is None:
+    label = jnp.zeros(nefc, jnp.int32)
+  blabel = jnp.concatenate([label, jnp.zeros(1, jnp.int32)])[xs[0][:, 0]]
+  xs = xs + (blabel,)
+  args = (W, J, qacc_smooth, force, R, aref, floss, active, xs, tolerance, scale, label)
   # the sweeps visit only the blocks of active rows, in a while_loop: on a model with many contact
   # slots (dog: 2400 blocks) and few contacts, a scan over every slot is mostly sequential no-ops.
   # A while_loop has no reverse mode, so derivatives come from the scan over every block, which
@@ -255,9 +261,11 @@ def _sweeps(
   xs: tuple[jax.Array, ...],
   tolerance: jax.Array,
   scale: jax.Array,
+  label: jax.Array,
 ) -> tuple[jax.Array, jax.Array]:
   """The noslip sweeps of `solve`: while_loops over the active blocks (fast) or scans over all."""
   nefc, nv = J.shape
+  nisl = scale.shape[0]
   dtype = J.dtype
   pad = jnp.zeros((1, nv), dtype)
   Jp, Wp = jnp.concatenate([J, pad]), jnp.concatenate([W, pad])
@@ -270,24 +278,26 @@ def _sweeps(
     order, nlive = jnp.argsort(~live_blk, stable=True), jnp.sum(live_blk)
 
   def block(carry, x):
-    f, qacc, imp = carry
-    rows, k, nrm, fric, n = x
+    f, qacc, imp, running = carry
+    rows, k, nrm, fric, n, isl = x
     fp = jnp.concatenate([f, zero])
     Jb, Wb = Jp[rows], Wp[rows]  # (5, nv)
     A = Jb @ Wb.T
     res = Jb @ qacc - arefp[rows]
     old = fp[rows]
     new, change = _block_update(k, A, res, old, flossp[rows[0]], fp[nrm], fric, n)
-    live = activep[rows[0]]
+    live = activep[rows[0]] & running[isl]
     new = jnp.where(live, new, old)
     delta = jnp.where(rows < nefc, new - old, 0.0)
     f = f.at[rows].set(new, mode='drop')  # set, not add: forces on a bound stay exactly on it
-    return (f, qacc + Wb.T @ delta, imp - jnp.where(live, change, 0.0)), None
+    imp = imp.at[isl].add(-jnp.where(live, change, 0.0))
+    return (f, qacc + Wb.T @ delta, imp, running), None
 
   def sweep(c):
-    f, niter, _ = c
+    f, niter, running = c
     # the first sweep's improvement also counts the regulariser's cost being dropped
-    imp0 = jnp.where(niter == 0, 0.5 * jnp.sum(jnp.where(active, f * f * R, 0.0)), 0.0)
+    reg = jax.ops.segment_sum(jnp.where(active, f * f * R, 0.0), label, nisl)
+    imp0 = jnp.where(niter == 0, 0.5 * reg, 0.0)
     qacc = qacc_smooth + W.T @ f
     if fast:
 
@@ -296,18 +306,22 @@ def _sweeps(
         x = jax.tree_util.tree_map(lambda a: a[order[i]], xs)
         return i + 1, block(carry, x)[0]
 
-      _, (f, _, imp) = jax.lax.while_loop(lambda b: b[0] < nlive, visit, (0, (f, qacc, imp0)))
+      init = (0, (f, qacc, imp0, running))
+      _, (f, _, imp, _) = jax.lax.while_loop(lambda b: b[0] < nlive, visit, init)
     else:
-      (f, _, imp), _ = jax.lax.scan(block, (f, qacc, imp0), xs)
-    return f, niter + 1, imp * scale < tolerance
+      (f, _, imp, _), _ = jax.lax.scan(block, (f, qacc, imp0, running), xs)
+    niter = niter + running.astype(jnp.int32)
+    return f, niter, running & ~(imp * scale < tolerance) & (niter < iterations)
 
-  init = (force, jnp.zeros((), jnp.int32), jnp.array(False))
+  # islands without active rows do not run
+  has_rows = jax.ops.segment_sum(active.astype(jnp.int32), label, nisl) > 0
+  init = (force, jnp.zeros(nisl, jnp.int32), has_rows)
   if fast:
-    force, niter, _ = jax.lax.while_loop(lambda c: ~c[2] & (c[1] < iterations), sweep, init)
-    return force, niter
+    force, niter, _ = jax.lax.while_loop(lambda c: jnp.any(c[2]), sweep, init)
+    return force, jnp.max(niter)
 
   def step(c, _):
-    return jax.lax.cond(c[2], lambda c: c, sweep, c), None
+    return jax.lax.cond(jnp.any(c[2]), sweep, lambda c: c, c), None
 
   (force, niter, _), _ = jax.lax.scan(step, init, None, length=iterations)
-  return force, niter
+  return force, jnp.max(niter)

@@ -82,8 +82,11 @@ def body_treeid(m: Model) -> np.ndarray:
   return tree
 
 
-def blocks(m: Model, layout: Any) -> Blocks:
-  """The PGS blocks of a layout and the static part of each row's tree incidence."""
+def blocks(m: Model, layout: Any, trees: bool = True) -> Blocks:
+  """The PGS blocks of a layout and the static part of each row's tree incidence.
+
+  Without `trees` (islands disabled) the blocks have no trees: one island.
+  """
   nefc, ne, nf = int(layout.nefc), int(layout.ne), int(layout.nf)
   typ = np.asarray(layout.type).reshape(nefc)
   ids = np.asarray(layout.id).reshape(nefc)
@@ -110,10 +113,15 @@ def blocks(m: Model, layout: Any) -> Blocks:
     ell.append(e)
     i += n
 
+  z = np.zeros(0, np.int32)
+  row_tree = np.full((nefc, 2), -3, np.int32)
+  if not trees:
+    common = (np.asarray(rows, np.int32).reshape(-1, WIDTH), np.asarray(kind, np.int32))
+    common += (np.asarray(dim, np.int32), np.asarray(ell, np.int32), row_block)
+    return Blocks(*common, 0, z, z, np.full((nefc, 2), -1, np.int32), slot)
   btree = body_treeid(m)
   dtree = btree[np.asarray(m.dof_bodyid, dtype=np.int64)] if m.nv else np.zeros(0, np.int32)
   ntree = int(btree.max()) + 1 if m.nbody > 1 else 0
-  row_tree = np.full((nefc, 2), -3, np.int32)
   eq_type = np.asarray(m.eq_type) if m.neq else np.zeros(0, np.int32)
   for i in range(nefc):
     t, j = typ[i], ids[i]
@@ -128,7 +136,6 @@ def blocks(m: Model, layout: Any) -> Blocks:
       if int(np.asarray(m.eq_objtype)[j]) == OBJ_SITE:
         b1, b2 = int(np.asarray(m.site_bodyid)[b1]), int(np.asarray(m.site_bodyid)[b2])
       row_tree[i] = btree[b1], btree[b2]
-  z = np.zeros(0, np.int32)
   out = Blocks(
     np.asarray(rows, np.int32).reshape(-1, WIDTH),
     np.asarray(kind, np.int32),

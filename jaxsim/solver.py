@@ -635,6 +635,10 @@ class _PGSPath(NamedTuple):
 
 def _pgs_path(m: Model, d: Data, blk: pgs.Blocks, p: _Problem) -> _PGSPath:
   """Constraint islands (mj_island) and their inertia, for the PGS solve."""
+  if not blk.ntree:  # islands disabled (or no trees): one island of all dofs
+    label = jnp.zeros(p.aref.shape[0], jnp.int32)
+    inertia = jnp.trace(p.M)[None]
+    return _PGSPath(d.qLD, d.qacc_warmstart, m.opt.tolerance, label, inertia)
   con = d.contact
   if con.geom1.shape[0]:
     bt = jnp.asarray(np.concatenate([blk.body_treeid, [-1]]))
@@ -644,14 +648,8 @@ def _pgs_path(m: Model, d: Data, blk: pgs.Blocks, p: _Problem) -> _PGSPath:
   else:
     t1 = t2 = jnp.zeros(0, jnp.int32)
   inc = pgs.row_trees(blk, p.J, t1, t2)
-  enabled = not m.opt.disableflags & DisableBit.ISLAND
-  label, tree_label = pgs.islands(inc, p.active, enabled)
-  nisl = max(blk.ntree, 1)
-  diag = jnp.diagonal(p.M)
-  if enabled and blk.ntree:
-    inertia = jax.ops.segment_sum(diag, tree_label[blk.dof_treeid], nisl)
-  else:
-    inertia = jnp.full(nisl, jnp.sum(diag))
+  label, tree_label = pgs.islands(inc, p.active, True)
+  inertia = jax.ops.segment_sum(jnp.diagonal(p.M), tree_label[blk.dof_treeid], blk.ntree)
   return _PGSPath(d.qLD, d.qacc_warmstart, m.opt.tolerance, label, inertia)
 
 
@@ -752,8 +750,9 @@ def solve(m: Model, d: Data, layout: Any = None) -> Data:
     warmstart=not m.opt.disableflags & DisableBit.WARMSTART,
   )
   p = problem(d, r)
+  islands = not m.opt.disableflags & DisableBit.ISLAND
   if solver == SolverType.PGS:
-    blk = pgs.blocks(m, layout)
+    blk = pgs.blocks(m, layout, islands)
     x = _pgs_path(m, d, blk, p)
     run = functools.partial(_pgs, cfg, r, blk)
     primal = jax.custom_jvp(run)
@@ -764,6 +763,8 @@ def solve(m: Model, d: Data, layout: Any = None) -> Data:
     primal.defjvp(functools.partial(_primal_jvp, cfg, r))
   qacc, force, state, niter = primal(p, x)
   if m.opt.noslip_iterations > 0:
+    blk = blk if solver == SolverType.PGS else pgs.blocks(m, layout, islands)
+    x_isl = x if solver == SolverType.PGS else _pgs_path(m, d, blk, p)
     force, extra = noslip.solve(
       noslip.blocks(layout),
       p.J,
@@ -777,7 +778,9 @@ def solve(m: Model, d: Data, layout: Any = None) -> Data:
       d.contact.friction[:, :5],
       int(m.opt.noslip_iterations),
       m.opt.noslip_tolerance,
-      1.0 / jnp.trace(p.M),  # as the main solve's scale (see _primal), measured on mujoco 4.0.0
+      # per island, as mj_solNoSlip_island, scaled as the PGS islands (measured on mujoco 4.0.0)
+      1.0 / x_isl.inertia,
+      x_isl.label,
     )
     # the dual solvers' finish (mj_dualFinish): qacc from the forces, states from the forces
     qacc = p.qacc_smooth + jax.scipy.linalg.cho_solve((d.qLD, True), p.J.T @ force)
