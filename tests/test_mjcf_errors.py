@@ -1526,10 +1526,11 @@ def test_deep_nesting_refused():
   assert err.value.line == 1
 
 
-def test_pgs_solver_is_named_as_unsupported():
-  """PGS is accepted (the contact solver is Newton/CG) but named in `unsupported`, not dropped."""
+def test_pgs_solver_is_kept():
+  """solver="PGS" compiles to mjSOL_PGS (jaxsim.pgs solves it) and is not listed as unsupported."""
   m = jaxsim.load_string(model(pre='<option solver="PGS"/>'))
-  assert any('PGS' in u for u in m.unsupported), m.unsupported
+  assert m.opt.solver == 0
+  assert not any('PGS' in u for u in m.unsupported), m.unsupported
 
 
 # ------------------------------------------------------------------------------------------------
