@@ -291,18 +291,23 @@ def _site_transmission(m: Model, d: Data, i: np.ndarray, length, moment):
   return length, moment
 
 
-def transmission(m: Model, d: Data, skip_body: bool = False) -> Data:
+def transmission(
+  m: Model, d: Data, skip_body: bool = False, body_moment: jax.Array | None = None
+) -> Data:
   """Actuator lengths (nu,) and dense moment arms (nu, nv) (mj_transmission).
 
   Reads qpos, kinematics (site frames, xquat), com frames (subtree_com, cdof) and, for tendon
-  transmissions, ten_length and ten_J. Body (adhesion) transmissions raise NotImplementedError,
-  or, with skip_body (the qpos0 constants pass), keep zero length and moment.
+  transmissions, ten_length and ten_J. Body (adhesion) transmissions take their moment arms
+  from contacts, which this layer does not see: `body_moment` (nbody_transmissions, nv), in
+  actuator order, comes from `constraint.adhesion_moment` (the pipeline passes it); their
+  length is zero. Without it they raise NotImplementedError, or, with skip_body (the qpos0
+  constants pass), keep zero length and moment.
   """
   if not m.nu:
     return d
   trn = np.asarray(m.actuator_trntype)
   body = np.flatnonzero(trn == TRN_BODY)
-  if body.size and not skip_body:
+  if body.size and not skip_body and body_moment is None:
     names = m.names.get('actuator', ())
     which = ', '.join(repr(names[k]) if k < len(names) and names[k] else f'#{k}' for k in body)
     raise NotImplementedError(
@@ -327,6 +332,8 @@ def transmission(m: Model, d: Data, skip_body: bool = False) -> Data:
   site = np.flatnonzero(trn == TRN_SITE)
   if site.size:
     length, moment = _site_transmission(m, d, site, length, moment)
+  if body.size and body_moment is not None:
+    moment = moment.at[body].set(body_moment)
   return d.replace(actuator_length=length, actuator_moment=moment)
 
 

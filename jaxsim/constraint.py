@@ -560,6 +560,38 @@ def _contact(m: Model, d: Data, lay: Layout, r: _Rows) -> jax.Array:
   return jnp.zeros(len(lay.contact_dim), bool).at[slots].set(active)
 
 
+def adhesion_moment(m: Model, d: Data, body: np.ndarray) -> jax.Array:
+  """Moment arms (len(body), nv) of body (adhesion) transmissions (mj_transmission, mjTRN_BODY).
+
+  Minus the average, over the active contacts that touch the body (in the constraint or only in
+  its margin gap), of the contact normal's Jacobian jac(body2) - jac(body1) at the contact point;
+  zero without such contacts. MuJoCo reads the included contacts' rows from efc_J (the pyramid's
+  edges averaged), which is the same normal row.
+  """
+  dtype = d.qpos.dtype
+  g1s, g2s, _ = _contact_slots(m)
+  if not len(g1s) or not m.nv or m.opt.disableflags & (DisableBit.CONSTRAINT | DisableBit.CONTACT):
+    return jnp.zeros((len(body), m.nv), dtype)
+  gb = np.asarray(m.geom_bodyid)
+  # slots that can hold a contact of these bodies: by their static geoms, every capped slot
+  b1s = np.where(g1s >= 0, gb[np.maximum(g1s, 0)], -1)
+  b2s = np.where(g2s >= 0, gb[np.maximum(g2s, 0)], -1)
+  cand = (g1s < 0) | np.isin(b1s, body) | np.isin(b2s, body)
+  slots = np.flatnonzero(cand)
+  if not slots.size:
+    return jnp.zeros((len(body), m.nv), dtype)
+  con = d.contact
+  gbj = jnp.asarray(gb)
+  b1, b2 = gbj[jnp.maximum(con.geom1[slots], 0)], gbj[jnp.maximum(con.geom2[slots], 0)]
+  jt, _ = kinematics.jac_dif_frame(m, d, con.frame[slots], con.pos[slots], b1, b2)
+  normal = jt[:, 0]  # (n, nv)
+  mine = (b1[None, :] == body[:, None]) | (b2[None, :] == body[:, None])
+  on = con.active[slots][None, :] & mine
+  counter = jnp.sum(on, axis=1)
+  total = on.astype(dtype) @ normal
+  return jnp.where(counter[:, None] > 0, -total / jnp.maximum(counter, 1)[:, None], 0.0)
+
+
 # ------------------------------------------------------------------------------ stages
 
 

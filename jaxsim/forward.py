@@ -12,7 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxsim import actuation, check, dynamics, integrate, kinematics, passive, sensors, tendon
-from jaxsim.types import Data, DisableBit, EnableBit, IntegratorType, Model
+from jaxsim.types import Data, DisableBit, EnableBit, IntegratorType, Model, TrnType
 
 
 def check_supported(m: Model) -> None:
@@ -46,6 +46,10 @@ def fwd_position(m: Model, d: Data) -> Data:
 
   d = driver.collision(m, d)
   d = constraint.make_constraint(m, d)
+  body = np.flatnonzero(np.asarray(m.actuator_trntype) == TrnType.BODY) if m.nu else []
+  if len(body):
+    ids = np.asarray(m.actuator_trnid)[body, 0]
+    return actuation.transmission(m, d, body_moment=constraint.adhesion_moment(m, d, ids))
   return actuation.transmission(m, d)
 
 

@@ -259,9 +259,79 @@ def test_features_model(pipeline):
     _compare(m, mj, pipeline, oracle.random_state(mj, np.random.default_rng(seed)))
 
 
-def test_body_transmission_is_refused():
+ADHESION = """
+<mujoco>
+  <option cone="{cone}"><flag island="disable"/></option>
+  <worldbody>
+    <geom type="plane" size="2 2 .1"/>
+    <body name="box" pos="0 0 0.1"><freejoint/><geom type="box" size=".1 .1 .1" condim="{condim}"/>
+    </body>
+    <body name="pad" pos="0 0 0.31">
+      <joint name="z" type="slide" axis="0 0 1"/>
+      <joint type="hinge" axis="1 0 0"/>
+      <geom type="box" size=".08 .08 .01" margin="0.02" gap="0.01"/>
+      <geom type="sphere" size=".03" pos=".05 0 -.005" margin="0.02" gap="0.015"/>
+    </body>
+    <body name="ball" pos="0.4 0 0.06"><freejoint/>
+      <geom type="sphere" size=".05" margin=".01" gap=".005"/></body>
+  </worldbody>
+  <actuator>
+    <adhesion body="pad" ctrlrange="0 1" gain="20"/>
+    <adhesion body="ball" ctrlrange="0 1" gain="5"/>
+    <adhesion body="box" ctrlrange="0 1" gain="3"/>
+    <motor joint="z"/>
+  </actuator>
+</mujoco>
+"""
+
+
+@pytest.mark.parametrize('cone,condim', [('pyramidal', 3), ('elliptic', 4), ('pyramidal', 6)])
+def test_adhesion_against_mujoco(cone, condim):
+  """Body (adhesion) transmissions: the moment is minus the mean contact-normal Jacobian of the
+  body's contacts, those in the constraint (pyramid edges averaged) and those only in the margin
+  gap (exclude 1), as mj_transmission; forces and qacc through forward. Islands are disabled:
+  with them mujoco stops Newton per island (jaxsim solves Newton monolithically), which moves
+  qacc by up to ~4e-6 here, unrelated to adhesion."""
+  xml = ADHESION.format(cone=cone, condim=condim)
+  mj = mujoco.MjModel.from_xml_string(xml)
+  md = mujoco.MjData(mj)
+  m = jaxsim.load_string(xml)
+  assert not any('adhesion' in u for u in m.unsupported)
+  fwd = jax.jit(jaxsim.forward)
+  rng = np.random.default_rng(0)
+  excluded = 0
+  for k in range(6):
+    if k < 3:  # rollout states: the pad pressed on the box
+      md.ctrl[:] = [0.8, 1, 0.5, rng.uniform(-1, 1)]
+      for _ in range(30):
+        mujoco.mj_step(mj, md)
+      md.qvel[:] += 0.05 * rng.normal(size=mj.nv)
+    else:  # the pad and the ball hovering in their margin gaps
+      md.qpos[:] = mj.qpos0
+      md.qpos[7:9] = [(-0.085, -0.095, -0.1005)[k - 3], 0.05]
+      md.qpos[11] = 0.056
+      md.qvel[:] = 0
+      md.ctrl[:] = [0.8, 1, 0.5, 0]
+    mujoco.mj_forward(mj, md)
+    excluded += sum(c.exclude == 1 for c in md.contact[: md.ncon])
+    d = jaxsim.make_data(m).replace(qpos=md.qpos.copy(), qvel=md.qvel.copy(), ctrl=md.ctrl.copy())
+    d = fwd(m, d)
+    moment = np.zeros((mj.nu, mj.nv))
+    mujoco.mju_sparse2dense(
+      moment, md.actuator_moment, md.moment_rownnz, md.moment_rowadr, md.moment_colind
+    )
+    assert np.abs(moment[:3]).max() > 0.5
+    oracle.assert_close('actuator_moment', d.actuator_moment, moment, atol=1e-14)
+    oracle.assert_close('actuator_length', d.actuator_length, md.actuator_length)
+    oracle.assert_close('qfrc_actuator', d.qfrc_actuator, md.qfrc_actuator)
+    oracle.assert_close('qacc', d.qacc, md.qacc, rtol=1e-9)
+  assert excluded >= 6  # gap contacts were in play
+
+
+def test_body_transmission_needs_contacts():
+  """The transmission layer cannot see contacts: without the pipeline's moments it refuses."""
   m = jaxsim.load(os.path.join(MODELS, 'features.xml'))
-  assert any('adhesion' in u for u in m.unsupported)  # listed at load (jaxsim info)
+  assert not any('adhesion' in u for u in m.unsupported)
   with pytest.raises(NotImplementedError, match="'stick'.*adhesion"):
     actuation.transmission(m, jaxsim.make_data(m))
 

@@ -38,18 +38,10 @@ def _dense(mj, md, values, rownnz, rowadr, colind, nrow):
   return out
 
 
-def _adhesion(m) -> bool:
-  return bool(np.any(np.asarray(m.actuator_trntype) == jaxsim.TrnType.BODY))
-
-
 @pytest.mark.parametrize('seed', [0, 1])
 def test_forward_matches_mujoco(case, seed):
   m, mj, fn = case
-  if _adhesion(m):
-    # adhesion actuators act through contacts, which forward does not compute yet: named
-    with pytest.raises(NotImplementedError, match='adhesion'):
-      fn(m, jaxsim.make_data(m))
-    return
+  # (models with adhesion actuators included: constraints are off here, so their moments are 0)
   state = oracle.random_state(mj, np.random.default_rng(seed))
   md = oracle.mj_data(mj, *state)
   d = fn(m, oracle.jx_data(m, *state))
@@ -71,8 +63,6 @@ def test_forward_matches_mujoco(case, seed):
 def test_applied_forces(case):
   """qfrc_applied and xfrc_applied (wrenches at body coms) enter qfrc_smooth and qacc."""
   m, mj, fn = case
-  if _adhesion(m):
-    return  # named as unsupported in test_forward_matches_mujoco
   rng = np.random.default_rng(7)
   state = oracle.random_state(mj, rng)
   md = oracle.mj_data(mj, *state, forward=False)

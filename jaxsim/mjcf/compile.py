@@ -1607,7 +1607,6 @@ class _Compiler:
       else:
         trntype = TRN_BODY
         trnid[0] = self.lookup('body', a, tk)
-        self.note_unsupported('body (adhesion) actuator transmission')
       if tk != 'cranksite' and ('slidersite' in a.attrs or 'cranklength' in a.attrs):
         raise a.error('cranklength and slidersite need a slider-crank transmission', 'slidersite')
       if tk != 'site' and 'refsite' in a.attrs:
