@@ -229,13 +229,43 @@ class _Line(NamedTuple):
   cq: jax.Array  # (3, nell) vector quadratic of each elliptic contact
   cu: jax.Array  # (6, nell) U0, V0, UU, UV, VV, Dm
   c0: jax.Array  # (5, nell) zone, T, U0 - mu*T, 0.5*Dm*(mu*U0 + T)^2 at alpha = 0, active
+  rlab: jax.Array  # (nefc,) island of each row
+  elab: jax.Array  # (nell,) island of each elliptic contact
 
 
-def _prepare(p: _Problem, r: _Rows, jaref, jv, search, ma, mv) -> _Line:
+class _Isl(NamedTuple):
+  """Constraint islands: each is solved on its own, as mujoco does (mj_solPrimal per island).
+
+  dlab (nv,): island of each dof, nisl for dofs in no island; rlab (nefc,): island of each row.
+  """
+
+  dlab: jax.Array
+  rlab: jax.Array
+  nisl: int
+
+  def dofs(self, v: jax.Array) -> jax.Array:
+    """Sums over each island's dofs, (nisl,)."""
+    if self.nisl == 1:
+      return jnp.sum(jnp.where(self.dlab == 0, v, 0.0))[None]
+    return jax.ops.segment_sum(v, self.dlab, self.nisl)
+
+  def per_dof(self, a: jax.Array) -> jax.Array:
+    """An island quantity (nisl,) at each dof (zero on dofs in no island), (nv,)."""
+    return jnp.concatenate([a, jnp.zeros(1, a.dtype)])[self.dlab]
+
+
+def _one_island(nv: int, nefc: int) -> _Isl:
+  return _Isl(jnp.zeros(nv, jnp.int32), jnp.zeros(nefc, jnp.int32), 1)
+
+
+def _prepare(p: _Problem, r: _Rows, jaref, jv, search, ma, mv, isl: _Isl | None = None) -> _Line:
   """Quadratic polynomials of each cost term along the search direction (PrimalPrepare)."""
+  if isl is None:
+    isl = _one_island(ma.shape[0], jaref.shape[0])
   D = jnp.where(p.active, p.D, 0.0)
   quad = jnp.stack([0.5 * D * jaref * jaref, D * jaref * jv, 0.5 * D * jv * jv])
-  gauss = jnp.stack([search @ ma - p.qfrc_smooth @ search, 0.5 * search @ mv])
+  g1 = isl.dofs(search * ma) - isl.dofs(p.qfrc_smooth * search)
+  gauss = jnp.stack([g1, 0.5 * isl.dofs(search * mv)])
   f = p.floss
   rf = p.R * f
   zs = jnp.where((-rf < jaref) & (jaref < rf), 0, jnp.where(jaref <= -rf, -1, 1))
@@ -261,7 +291,8 @@ def _prepare(p: _Problem, r: _Rows, jaref, jv, search, ma, mv) -> _Line:
     gap0 = 0.5 * dm * (p.mu * u[:, 0] + t0) ** 2
     act = _gather(p.active, r)[:, 0]
     c0 = jnp.stack([z0.astype(dm.dtype), t0, u[:, 0] - p.mu * t0, gap0, act.astype(dm.dtype)])
-  return _Line(jaref, jv, quad, cost0, fri, cls, gauss, cq, cu, c0)
+  elab = isl.rlab[r.rows[:, 0]] if nell else jnp.zeros(0, jnp.int32)
+  return _Line(jaref, jv, quad, cost0, fri, cls, gauss, cq, cu, c0, isl.rlab, elab)
 
 
 # A line-search point (mjPrimalPnt) is an array (..., 4): alpha, cost, deriv[0], deriv[1].
@@ -278,12 +309,22 @@ def _zone(n, tsq, mu):
 def _eval(p: _Problem, ln: _Line, alpha: jax.Array) -> jax.Array:
   """Cost(alpha) - cost(0) and its first two derivatives along the search (PrimalEval).
 
-  Vectorised over alpha (k,), returns points (k, 4). Row costs are quadratics in alpha where a
-  row is quadratic (equality; one-sided rows below zero; friction loss inside its bound) and
-  linear where friction loss saturates; differences within one zone are formed directly, as
-  MuJoCo does, to avoid cancellation.
+  Per island: alpha (nisl, k), a step length of each island, returns points (nisl, k, 4), each
+  island's rows and dofs summed (alpha (k,): one island, points (k, 4)). Row costs are
+  quadratics in alpha where a row is quadratic (equality; one-sided rows below zero; friction
+  loss inside its bound) and linear where friction loss saturates; differences within one zone
+  are formed directly, as MuJoCo does, to avoid cancellation.
   """
-  a = alpha[:, None]
+  if alpha.ndim == 1:
+    return _eval(p, ln, alpha[None])[0]
+  nisl = alpha.shape[0]
+
+  def seg(v, lab):  # (3, k, n) summed per island: (3, k, nisl)
+    if nisl == 1:
+      return v.sum(axis=-1)[..., None]
+    return v @ jax.nn.one_hot(lab, nisl, dtype=v.dtype)
+
+  a = alpha[ln.rlab].T  # (k, nefc)
   start, jv = ln.start, ln.jv
   x = start + a * jv
   q0, q1, q2 = ln.quad
@@ -305,9 +346,10 @@ def _eval(p: _Problem, ln: _Line, alpha: jax.Array) -> jax.Array:
   cost = jnp.where(eq, qa, jnp.where(fri, fc, jnp.where(one, oc, 0.0)))
   d0 = jnp.where(quadratic, qd0, jnp.where(fri & lin, zx * f * jv, 0.0))
   d1 = jnp.where(quadratic, 2 * q2, 0.0)
-  tot = jnp.stack([cost, d0, d1]).sum(axis=-1)
+  tot = seg(jnp.stack([cost, d0, d1]), ln.rlab)
 
   if ln.cq.shape[1]:
+    a = alpha[ln.elab].T  # (k, nell)
     c0, c1, c2 = ln.cq
     u0, v0, uu, uv, vv, dm = ln.cu
     z0, t0, r0, gap0, act = ln.c0
@@ -339,9 +381,10 @@ def _eval(p: _Problem, ln: _Line, alpha: jax.Array) -> jax.Array:
     g = v0 - mu * t1
     cd0 = jnp.where(za == 2, 2 * a * c2 + c1, jnp.where(za == 3, dm * nmt * g, 0.0))
     cd1 = jnp.where(za == 2, 2 * c2, jnp.where(za == 3, dm * (g * g - nmt * mu * t2), 0.0))
-    tot = tot + jnp.where(act > 0, jnp.stack([cc, cd0, cd1]), 0.0).sum(axis=-1)
+    tot = tot + seg(jnp.where(act > 0, jnp.stack([cc, cd0, cd1]), 0.0), ln.elab)
 
-  g1, g2 = ln.gauss
+  tot = jnp.swapaxes(tot, 1, 2)  # (3, nisl, k)
+  g1, g2 = ln.gauss[0][:, None], ln.gauss[1][:, None]
   cost = tot[0] + alpha * (g1 + alpha * g2)
   d0 = tot[1] + g1 + 2 * alpha * g2
   # not convex: SHOULD NOT OCCUR
@@ -351,17 +394,19 @@ def _eval(p: _Problem, ln: _Line, alpha: jax.Array) -> jax.Array:
 
 
 def _newton(pt: jax.Array) -> jax.Array:
-  """Newton step on the line from a point (4,)."""
-  return pt[ALPHA] - pt[D0] / pt[D1]
+  """Newton step on the line from points (..., 4)."""
+  return pt[..., ALPHA] - pt[..., D0] / pt[..., D1]
 
 
 def _update_bracket(pt: jax.Array, cands: jax.Array) -> tuple[jax.Array, jax.Array]:
-  """Moves a bracket end to a candidate with smaller |deriv| of the same sign (updateBracket)."""
-  flag = jnp.zeros((), bool)
-  for c in cands:
-    d, e = pt[D0], c[D0]
+  """Moves bracket ends (nisl, 4) to candidates (nisl, 3, 4) with smaller |deriv| of the same
+  sign (updateBracket)."""
+  flag = jnp.zeros(pt.shape[0], bool)
+  for k in range(cands.shape[1]):
+    c = cands[:, k]
+    d, e = pt[:, D0], c[:, D0]
     take = ((d < 0) & (e < 0) & (d < e)) | ((d > 0) & (e > 0) & (d > e))
-    pt = jnp.where(take, c, pt)
+    pt = jnp.where(take[:, None], c, pt)
     flag = flag | take
   return pt, flag
 
@@ -383,82 +428,103 @@ class _LS(NamedTuple):
 
 
 def _linesearch(p: _Problem, r: _Rows, ln: _Line, snorm, gtol, ls_iterations: int, skip):
-  """Step length and improvement along the search direction (PrimalSearch).
+  """Step length and improvement of each island along the search direction (PrimalSearch).
 
-  MuJoCo's sequence: p0, the Newton point p1, Newton steps until the minimum is bracketed, then
-  bisection with Newton candidates. After p0 and p1, each trip of a while loop first evaluates
-  the points the previous trip chose, in one batched evaluation, then takes one MuJoCo loop
-  iteration; a bracketed iteration's midpoint is evaluated together with the previous
-  iteration's Newton candidates. Evaluations are counted as MuJoCo's LSiter. With `skip` (a
-  solve that has stopped, carried along under vmap) the search ends at once.
+  snorm, gtol, skip (nisl,); returns alpha and improvement (nisl,). MuJoCo's sequence: p0, the
+  Newton point p1, Newton steps until the minimum is bracketed, then bisection with Newton
+  candidates. After p0 and p1, each trip of a while loop first evaluates the points the
+  previous trip chose, in one batched evaluation, then takes one MuJoCo loop iteration; a
+  bracketed iteration's midpoint is evaluated together with the previous iteration's Newton
+  candidates. Evaluations are counted as MuJoCo's LSiter. Islands search independently (each
+  its own step length) in the same trips; a finished island's state is frozen. With `skip` (an
+  island that has stopped, or a stopped solve carried along under vmap) its search ends at once.
   """
   dtype = snorm.dtype
-  p0 = _eval(p, ln, jnp.zeros(1, dtype))[0]
-  p1 = _eval(p, ln, _newton(p0)[None])[0]
+  nisl = snorm.shape[0]
+  p0 = _eval(p, ln, jnp.zeros((nisl, 1), dtype))[:, 0]
+  p1 = _eval(p, ln, _newton(p0)[:, None])[:, 0]
   small = skip | (snorm < MINVAL)
-  init = (jnp.abs(p1[D0]) < gtol) & ((p1[ALPHA] == 0) | (p1[COST] < 0))
-  unset = jnp.zeros(4, dtype).at[D1].set(1.0)  # finite Newton steps from unset points
+  init = (jnp.abs(p1[:, D0]) < gtol) & ((p1[:, ALPHA] == 0) | (p1[:, COST] < 0))
+  unset = jnp.zeros((nisl, 4), dtype).at[:, D1].set(1.0)  # finite Newton steps from unset points
+
+  def pair(pt):  # (nisl, 4) -> (nisl, 2): alpha, improvement
+    return jnp.stack([pt[:, ALPHA], -pt[:, COST]], axis=-1)
+
   s = _LS(
     phase=jnp.where(small | init, 2, 0).astype(jnp.int32),
-    lsiter=jnp.int32(2),
-    direction=jnp.where(p1[D0] < 0, 1.0, -1.0).astype(dtype),
-    pts=jnp.stack([p1, p0, unset, unset]),
-    pend=jnp.zeros(2, bool),
-    res=jnp.where(small, 0.0, jnp.stack([p1[ALPHA], -p1[COST]])),
+    lsiter=jnp.full(nisl, 2, jnp.int32),
+    direction=jnp.where(p1[:, D0] < 0, 1.0, -1.0).astype(dtype),
+    pts=jnp.stack([p1, p0, unset, unset], axis=1),
+    pend=jnp.zeros((nisl, 2), bool),
+    res=jnp.where(small[:, None], 0.0, pair(p1)),
   )
 
   def step(s: _LS) -> _LS:
-    p1, p2, p1n, p2n = s.pts
-    mid = 0.5 * (p1[ALPHA] + p2[ALPHA])
-    a0 = jnp.where(s.phase == 1, p1n[ALPHA], _newton(p1))
-    e = _eval(p, ln, jnp.stack([a0, p2n[ALPHA], mid]))
+    p1, p2, p1n, p2n = (s.pts[:, k] for k in range(4))
+    mid = 0.5 * (p1[:, ALPHA] + p2[:, ALPHA])
+    a0 = jnp.where(s.phase == 1, p1n[:, ALPHA], _newton(p1))
+    e = _eval(p, ln, jnp.stack([a0, p2n[:, ALPHA], mid], axis=1))  # (nisl, 3, 4)
     room = s.lsiter < ls_iterations
 
     # phase 0: Newton steps while the slope points further out, then set up the bracket
-    go = (p1[D0] * s.direction <= -gtol) & room
-    pn = e[0]
-    conv0 = go & (jnp.abs(pn[D0]) < gtol) & (pn[COST] < 0)
+    go = (p1[:, D0] * s.direction <= -gtol) & room
+    pn = e[:, 0]
+    conv0 = go & (jnp.abs(pn[:, D0]) < gtol) & (pn[:, COST] < 0)
     fail = ~go & ~room  # could not bracket
     s_0 = s._replace(
       phase=jnp.where(conv0 | fail, 2, jnp.where(go, 0, 1)).astype(jnp.int32),
       lsiter=s.lsiter + jnp.where(fail, 0, 1),
-      pts=jnp.where(go, jnp.stack([pn, p1, p1n, p2n]), jnp.stack([p1, p2, pn, p1])),
-      res=jnp.where(go, jnp.stack([pn[ALPHA], -pn[COST]]), jnp.stack([p1[ALPHA], -p1[COST]])),
+      pts=jnp.where(
+        go[:, None, None],
+        jnp.stack([pn, p1, p1n, p2n], axis=1),
+        jnp.stack([p1, p2, pn, p1], axis=1),
+      ),
+      res=jnp.where(go[:, None], pair(pn), pair(p1)),
     )
 
     # phase 1: complete the pending candidates, then one bracketed iteration
-    p1n = jnp.where(s.pend[0], e[0], p1n)
-    p2n = jnp.where(s.pend[1], e[1], p2n)
-    pmid = e[2]
-    cands = jnp.stack([p1n, p2n, pmid])
-    ok = jnp.abs(cands[:, D0]) < gtol
-    best, found = cands[0], ok[0]
+    p1n = jnp.where(s.pend[:, :1], e[:, 0], p1n)
+    p2n = jnp.where(s.pend[:, 1:], e[:, 1], p2n)
+    pmid = e[:, 2]
+    cands = jnp.stack([p1n, p2n, pmid], axis=1)
+    ok = jnp.abs(cands[..., D0]) < gtol[:, None]
+    best, found = cands[:, 0], ok[:, 0]
     for k in (1, 2):
-      take = ok[k] & (~found | (cands[k, COST] < best[COST]))
-      best = jnp.where(take, cands[k], best)
-      found = found | ok[k]
+      take = ok[:, k] & (~found | (cands[:, k, COST] < best[:, COST]))
+      best = jnp.where(take[:, None], cands[:, k], best)
+      found = found | ok[:, k]
     b1, f1 = _update_bracket(p1, cands)
     b2, f2 = _update_bracket(p2, cands)
     stuck = ~f1 & ~f2  # numerical accuracy reached: take the midpoint
-    hit = jnp.where(found, best, pmid)
+    hit = jnp.where(found[:, None], best, pmid)
     # out of evaluations: the better bracket end, if it improves
-    use1 = (p1[COST] <= p2[COST]) & (p1[COST] < 0)
-    use2 = ~use1 & (p2[COST] <= p1[COST]) & (p2[COST] < 0)
-    fin = jnp.where(use1, p1, p2)
-    fin = jnp.where(use1 | use2, jnp.stack([fin[ALPHA], -fin[COST]]), 0.0)
-    nxt = jnp.stack([b1, b2, p1n.at[ALPHA].set(_newton(b1)), p2n.at[ALPHA].set(_newton(b2))])
+    use1 = (p1[:, COST] <= p2[:, COST]) & (p1[:, COST] < 0)
+    use2 = ~use1 & (p2[:, COST] <= p1[:, COST]) & (p2[:, COST] < 0)
+    fin = jnp.where(use1[:, None], p1, p2)
+    fin = jnp.where((use1 | use2)[:, None], pair(fin), 0.0)
+    nxt = jnp.stack(
+      [b1, b2, p1n.at[:, ALPHA].set(_newton(b1)), p2n.at[:, ALPHA].set(_newton(b2))], axis=1
+    )
+    keep = jnp.stack([b1, b2, p1n, p2n], axis=1)
+    sel = jnp.stack([jnp.ones_like(f1), jnp.ones_like(f1), f1, f2], axis=1)
     s_1 = s._replace(
       phase=jnp.where(~room | found | stuck, 2, 1).astype(jnp.int32),
       lsiter=s.lsiter + jnp.where(room, 1 + f1.astype(jnp.int32) + f2.astype(jnp.int32), 0),
-      pts=jnp.where(jnp.stack([True, True, f1, f2])[:, None], nxt, jnp.stack([b1, b2, p1n, p2n])),
-      pend=jnp.stack([f1, f2]),
-      res=jnp.where(room, jnp.stack([hit[ALPHA], -hit[COST]]), fin),
+      pts=jnp.where(sel[:, :, None], nxt, keep),
+      pend=jnp.stack([f1, f2], axis=1),
+      res=jnp.where(room[:, None], pair(hit), fin),
     )
-    return jax.tree_util.tree_map(lambda x, y: jnp.where(s.phase == 0, x, y), s_0, s_1)
+
+    def pick(x, y, old):
+      shape = (nisl,) + (1,) * (x.ndim - 1)
+      new = jnp.where((s.phase == 0).reshape(shape), x, y)
+      return jnp.where((s.phase == 2).reshape(shape), old, new)
+
+    return jax.tree_util.tree_map(pick, s_0, s_1, s)
 
   # every trip counts at least one evaluation or ends the search: at most ls_iterations trips
-  s = jax.lax.while_loop(lambda s: s.phase != 2, step, s)
-  return s.res[0], s.res[1]
+  s = jax.lax.while_loop(lambda s: jnp.any(s.phase != 2), step, s)
+  return s.res[:, 0], s.res[:, 1]
 
 
 class _Config(NamedTuple):
@@ -478,6 +544,9 @@ class _Path(NamedTuple):
   qacc_warmstart: jax.Array  # (nv,)
   tolerance: jax.Array
   ls_tolerance: jax.Array
+  dof_island: jax.Array  # (nv,) island of each dof, nisland for dofs in none
+  efc_island: jax.Array  # (nefc,) island of each row
+  inertia: jax.Array  # (nisland,) sum of diag(M) over each island's dofs (0: empty)
 
 
 class _Ctx(NamedTuple):
@@ -499,21 +568,29 @@ def _primal(cfg: _Config, r: _Rows, p: _Problem, x: _Path):
   """qacc (nv,), efc_force (nefc,), efc_state (nefc,), solver_niter (mj_solPrimal).
 
   The warm start, then Newton or CG iterations in a while loop until MuJoCo's stopping tests
-  hold or opt.iterations are spent. Under vmap the loop runs until every world has stopped.
+  hold or opt.iterations are spent, per constraint island (each island its own step length,
+  direction update and stopping tests, as mujoco runs mj_solPrimal per island); dofs in no
+  island keep qacc_smooth. Under vmap the loop runs until every world has stopped.
   """
   tol = x.tolerance
   ls_tol = tol * x.ls_tolerance
-  # improvement and gradient are scaled by the total inertia of the dofs being solved: mujoco
-  # 4.0.0 uses sum(diag(M)) at the current state (its island formula) for the monolithic solve
-  # too, not stat.meaninertia * nv as engine_solver.c reads (measured: the solver's statistics
-  # do not change with stat.meaninertia)
-  scale = 1.0 / jnp.trace(p.M)
+  nisl = x.inertia.shape[0]
+  isl = _Isl(x.dof_island, x.efc_island, nisl)
+  empty = x.inertia <= 0
+  # improvement and gradient are scaled by the island's inertia: mujoco 4.0.0 uses the sum of
+  # diag(M) over the island's dofs at the current state (for the monolithic solve too, not
+  # stat.meaninertia * nv as engine_solver.c reads: the solver's statistics do not change with
+  # stat.meaninertia)
+  scale = 1.0 / jnp.where(empty, 1.0, x.inertia)
 
   def solve_m(v):
     return jax.scipy.linalg.cho_solve((x.qLD, True), v)  # dynamics.solve_m
 
   def gauss(qacc, ma):
     return 0.5 * (ma - p.qfrc_smooth) @ (qacc - p.qacc_smooth)
+
+  def norm(v):  # per island
+    return jnp.sqrt(isl.dofs(v * v))
 
   # warm start: the better of qacc_warmstart and qacc_smooth by total cost (warmstart())
   if cfg.warmstart:
@@ -523,6 +600,7 @@ def _primal(cfg: _Config, r: _Rows, p: _Problem, x: _Path):
     qacc = jnp.where(cost[0] + gauss(ws, p.M @ ws) > cost[1], p.qacc_smooth, ws)
   else:
     qacc = p.qacc_smooth
+  qacc = jnp.where(x.dof_island >= nisl, p.qacc_smooth, qacc)  # unconstrained dofs
 
   def evaluate(ma, jaref):
     """Forces, states, cost gradient and preconditioned gradient at a point."""
@@ -537,59 +615,69 @@ def _primal(cfg: _Config, r: _Rows, p: _Problem, x: _Path):
   # the start: MuJoCo evaluates it before its first line search
   ma, jaref = p.M @ qacc, p.J @ qacc - p.aref
   upd, grad, mgrad = evaluate(ma, jaref)
-  grad_ok = scale * safe_norm(grad) < tol
+  grad_ok = scale * norm(grad) < tol
   # the certificate cost - cost* <= 0.5 grad' M^-1 grad; Newton also requires the gradient test
   # (its solutions are force-accurate)
-  gap_ok = jnp.maximum(0.0, 0.5 * scale * grad @ (solve_m(grad) if cfg.newton else mgrad)) < tol
+  mg = solve_m(grad) if cfg.newton else mgrad
+  gap_ok = jnp.maximum(0.0, 0.5 * scale * isl.dofs(grad * mg)) < tol
   if cfg.newton:
     # Newton decrement: the model's predicted improvement of the next step
-    dec_ok = jnp.maximum(0.0, 0.5 * scale * grad @ mgrad) < tol
+    dec_ok = jnp.maximum(0.0, 0.5 * scale * isl.dofs(grad * mgrad)) < tol
     done = grad_ok & (gap_ok | dec_ok)
   else:
     done = gap_ok
-  i0 = jnp.zeros((), jnp.int32)
+  done = done | empty
+  i0 = jnp.zeros(nisl, jnp.int32)
   ctx = _Ctx(qacc, ma, jaref, upd.force, upd.state, grad, mgrad, -mgrad, done, i0)
 
   def iteration(c: _Ctx) -> _Ctx:
-    """One iteration of mj_solPrimal's loop: line search, move, new search direction."""
+    """One iteration of mj_solPrimal's loop in every running island: line search, move, new
+    search direction."""
     search = c.search
     mv, jv = p.M @ search, p.J @ search
-    snorm = safe_norm(search)
-    ln = _prepare(p, r, c.jaref, jv, search, c.ma, mv)
+    snorm = norm(search)
+    ln = _prepare(p, r, c.jaref, jv, search, c.ma, mv, isl)
     skip = c.done | (c.niter >= cfg.iterations)
     gtol = ls_tol * snorm / scale
     alpha, ls_improvement = _linesearch(p, r, ln, snorm, gtol, cfg.ls_iterations, skip)
-    ma, jaref = c.ma + alpha * mv, c.jaref + alpha * jv
+    alpha = jnp.where(skip, 0.0, alpha)
+    ad, ar = isl.per_dof(alpha), alpha[x.efc_island]
+    ma, jaref = c.ma + ad * mv, c.jaref + ar * jv
     upd, grad, mgrad = evaluate(ma, jaref)
 
     improvement = scale * ls_improvement
-    grad_ok = scale * safe_norm(grad) < tol
+    grad_ok = scale * norm(grad) < tol
     converged = ((improvement > 0) & (improvement < tol)) | grad_ok
     if cfg.newton:
-      converged = converged | (jnp.maximum(0.0, 0.5 * scale * grad @ mgrad) < tol)
+      converged = converged | (jnp.maximum(0.0, 0.5 * scale * isl.dofs(grad * mgrad)) < tol)
       search_new = -mgrad
     else:
       # Hager-Zhang conjugate direction (MuJoCo's default CG update), steepest descent on loss
       # of conjugacy
       ydif, mydif = grad - c.grad, mgrad - c.mgrad
-      d_dot_y = search @ ydif
+      d_dot_y = isl.dofs(search * ydif)
       lost = d_dot_y < MINVAL
       dy = jnp.where(lost, 1.0, d_dot_y)
-      beta_hz = (ydif @ mgrad - 2 * (ydif @ mydif / dy) * (search @ grad)) / dy
-      eta_k = -1.0 / jnp.maximum(MINVAL, snorm * jnp.minimum(0.01, safe_norm(grad)))
+      beta_hz = (
+        isl.dofs(ydif * mgrad) - 2 * (isl.dofs(ydif * mydif) / dy) * isl.dofs(search * grad)
+      ) / dy
+      eta_k = -1.0 / jnp.maximum(MINVAL, snorm * jnp.minimum(0.01, norm(grad)))
       beta = jnp.where(lost, 0.0, jnp.maximum(eta_k, beta_hz))
-      search_new = -mgrad + beta * search
+      search_new = -mgrad + isl.per_dof(beta) * search
 
-    qacc = c.qacc + alpha * search
-    niter = c.niter + 1
-    new = _Ctx(qacc, ma, jaref, upd.force, upd.state, grad, mgrad, search_new, converged, niter)
-    # no improvement along the search: MuJoCo stops where it is, without counting the iteration
+    qacc = c.qacc + ad * search
+    # no improvement along the search: MuJoCo stops the island where it is, without counting
+    # the iteration (its qacc, forces and gradient are those of the unchanged point)
     stop = alpha == 0
-    out = jax.tree_util.tree_map(lambda a, b: jnp.where(stop, a, b), c, new)
-    return out._replace(done=stop | converged)
+    niter = c.niter + (~skip & ~stop).astype(jnp.int32)
+    done = c.done | stop | converged
+    return _Ctx(qacc, ma, jaref, upd.force, upd.state, grad, mgrad, search_new, done, niter)
 
-  ctx = jax.lax.while_loop(lambda c: ~c.done & (c.niter < cfg.iterations), iteration, ctx)
-  return ctx.qacc, ctx.force, ctx.state.astype(jnp.int32), ctx.niter
+  def running(c):
+    return jnp.any(~c.done & (c.niter < cfg.iterations))
+
+  ctx = jax.lax.while_loop(running, iteration, ctx)
+  return ctx.qacc, ctx.force, ctx.state.astype(jnp.int32), jnp.max(ctx.niter)
 
 
 def _force(r: _Rows, p: _Problem, qacc: jax.Array) -> jax.Array:
@@ -633,12 +721,13 @@ class _PGSPath(NamedTuple):
   inertia: jax.Array  # (nisland,) sum of diag(M) over each island's dofs
 
 
-def _pgs_path(m: Model, d: Data, blk: pgs.Blocks, p: _Problem) -> _PGSPath:
-  """Constraint islands (mj_island) and their inertia, for the PGS solve."""
+def _islands(m: Model, d: Data, blk: pgs.Blocks, p: _Problem):
+  """Constraint islands (mj_island): island of each dof (nv,; nisland for none) and row (nefc,),
+  and each island's inertia (nisland,; 0 for unused labels). One island without trees."""
+  nv, nefc = p.M.shape[0], p.aref.shape[0]
   if not blk.ntree:  # islands disabled (or no trees): one island of all dofs
-    label = jnp.zeros(p.aref.shape[0], jnp.int32)
-    inertia = jnp.trace(p.M)[None]
-    return _PGSPath(d.qLD, d.qacc_warmstart, m.opt.tolerance, label, inertia)
+    z = jnp.zeros(nv, jnp.int32)
+    return z, jnp.zeros(nefc, jnp.int32), jnp.trace(p.M)[None]
   con = d.contact
   if con.geom1.shape[0]:
     bt = jnp.asarray(np.concatenate([blk.body_treeid, [-1]]))
@@ -649,7 +738,16 @@ def _pgs_path(m: Model, d: Data, blk: pgs.Blocks, p: _Problem) -> _PGSPath:
     t1 = t2 = jnp.zeros(0, jnp.int32)
   inc = pgs.row_trees(blk, p.J, t1, t2)
   label, tree_label = pgs.islands(inc, p.active, True)
-  inertia = jax.ops.segment_sum(jnp.diagonal(p.M), tree_label[blk.dof_treeid], blk.ntree)
+  dof = tree_label[blk.dof_treeid]
+  inertia = jax.ops.segment_sum(jnp.diagonal(p.M), dof, blk.ntree)
+  return dof, label, inertia
+
+
+def _pgs_path(m: Model, d: Data, blk: pgs.Blocks, p: _Problem) -> _PGSPath:
+  """Constraint islands and their inertia, for the PGS solve."""
+  _, label, inertia = _islands(m, d, blk, p)
+  # unused labels get a unit inertia (they have no rows)
+  inertia = jnp.where(inertia > 0, inertia, 1.0)
   return _PGSPath(d.qLD, d.qacc_warmstart, m.opt.tolerance, label, inertia)
 
 
@@ -758,12 +856,19 @@ def solve(m: Model, d: Data, layout: Any = None) -> Data:
     primal = jax.custom_jvp(run)
     primal.defjvp(functools.partial(_primal_jvp, cfg, r, run=run))
   else:
-    x = _Path(d.qLD, d.qacc_warmstart, m.opt.tolerance, m.opt.ls_tolerance)
+    blk = pgs.blocks(m, layout, islands)
+    dof, row, inertia = _islands(m, d, blk, p)
+    x = _Path(d.qLD, d.qacc_warmstart, m.opt.tolerance, m.opt.ls_tolerance, dof, row, inertia)
     primal = jax.custom_jvp(functools.partial(_primal, cfg, r))
     primal.defjvp(functools.partial(_primal_jvp, cfg, r))
   qacc, force, state, niter = primal(p, x)
+  if solver != SolverType.PGS and islands and blk.ntree and cfg.warmstart:
+    # mujoco solves Newton/CG islands in island-local arrays and copies back only the forces:
+    # its efc_state is left as the warm start's last mj_constraintUpdate wrote it, the zones at
+    # qacc_smooth
+    jar = p.J @ p.qacc_smooth - p.aref
+    state = _update_constraint(p, r, jar, False).state.astype(jnp.int32)
   if m.opt.noslip_iterations > 0:
-    blk = blk if solver == SolverType.PGS else pgs.blocks(m, layout, islands)
     x_isl = x if solver == SolverType.PGS else _pgs_path(m, d, blk, p)
     force, extra = noslip.solve(
       noslip.blocks(layout),

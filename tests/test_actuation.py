@@ -261,7 +261,7 @@ def test_features_model(pipeline):
 
 ADHESION = """
 <mujoco>
-  <option cone="{cone}"><flag island="disable"/></option>
+  <option cone="{cone}"/>
   <worldbody>
     <geom type="plane" size="2 2 .1"/>
     <body name="box" pos="0 0 0.1"><freejoint/><geom type="box" size=".1 .1 .1" condim="{condim}"/>
@@ -289,9 +289,7 @@ ADHESION = """
 def test_adhesion_against_mujoco(cone, condim):
   """Body (adhesion) transmissions: the moment is minus the mean contact-normal Jacobian of the
   body's contacts, those in the constraint (pyramid edges averaged) and those only in the margin
-  gap (exclude 1), as mj_transmission; forces and qacc through forward. Islands are disabled:
-  with them mujoco stops Newton per island (jaxsim solves Newton monolithically), which moves
-  qacc by up to ~4e-6 here, unrelated to adhesion."""
+  gap (exclude 1), as mj_transmission; forces and qacc through forward (two islands)."""
   xml = ADHESION.format(cone=cone, condim=condim)
   mj = mujoco.MjModel.from_xml_string(xml)
   md = mujoco.MjData(mj)

@@ -1,4 +1,5 @@
-"""The PGS solver (jaxsim.pgs) against mujoco's mj_solPGS through the whole forward pass.
+"""The PGS solver (jaxsim.pgs) against mujoco's mj_solPGS through the whole forward pass, and
+constraint islands (mj_island): PGS, Newton, CG and noslip solve each island on its own.
 
 States come from MuJoCo rollouts with random controls; jaxsim's forward (jit, vmap over the
 states, float64) must give MuJoCo's qacc, efc_force (active rows, in MuJoCo's order), efc_state
@@ -124,6 +125,7 @@ def compare(
   mds: list[mujoco.MjData],
   check_niter: bool = True,
   boundary_ties: bool = False,
+  rtol: float = 1e-9,
 ) -> list[int]:
   """jaxsim's forward at MuJoCo's states against MuJoCo's; returns MuJoCo's island counts."""
   d0 = jaxsim.make_data(m)
@@ -144,11 +146,11 @@ def compare(
   for k, md in enumerate(mds):
     d = jax.tree_util.tree_map(lambda x, k=k: np.asarray(x[k]), out)
     scale = max(np.abs(md.qacc).max(), 1.0)
-    np.testing.assert_allclose(d.qacc, md.qacc, rtol=0, atol=1e-9 * scale, err_msg=f'state {k}')
+    np.testing.assert_allclose(d.qacc, md.qacc, rtol=0, atol=rtol * scale, err_msg=f'state {k}')
     act = d.efc_active.astype(bool)
     assert act.sum() == md.nefc, (k, act.sum(), md.nefc)
     fscale = max(np.abs(md.efc_force).max(), 1.0)
-    np.testing.assert_allclose(d.efc_force[act], md.efc_force, rtol=0, atol=1e-9 * fscale)
+    np.testing.assert_allclose(d.efc_force[act], md.efc_force, rtol=0, atol=rtol * fscale)
     state = d.efc_state[act]
     if boundary_ties:
       # noslip leaves elliptic friction forces exactly on the cone (scaled onto it), where the
@@ -187,6 +189,22 @@ def test_pgs_matches_mujoco(variant):
     # several islands, some stopping before the others
     assert max(islands) >= 7, islands
     assert any(len(set(md.solver_niter[: md.nisland])) > 1 for md in mds)
+
+
+@pytest.mark.parametrize('solver', ['Newton', 'CG'])
+def test_primal_solvers_per_island(solver):
+  """Newton and CG stop per island as mujoco does (each island its own line search, direction
+  and stopping tests), so an island that converges early keeps its less converged qacc."""
+  xml = SCENE.format(**VARIANTS['pyramidal']).replace('solver="PGS"', f'solver="{solver}"')
+  mj = mujoco.MjModel.from_xml_string(xml)
+  m = jaxsim.load_string(xml)
+  mds = states(mj, 3, 40)
+  # CG's conjugate directions amplify round-off (a stiff weld here): after the same number of
+  # iterations its forces agree with mujoco's to ~2e-7 relative (monolithic CG, islands off, is
+  # off by up to 1e-3 on these states); Newton's to round-off
+  islands = compare(m, mds, rtol=1e-9 if solver == 'Newton' else 1e-6)
+  assert max(islands) >= 7, islands
+  assert any(len(set(md.solver_niter[: md.nisland])) > 1 for md in mds)
 
 
 def test_pgs_dm_control_humanoid():
