@@ -85,7 +85,8 @@ def body_treeid(m: Model) -> np.ndarray:
 def blocks(m: Model, layout: Any, trees: bool = True) -> Blocks:
   """The PGS blocks of a layout and the static part of each row's tree incidence.
 
-  Without `trees` (islands disabled) the blocks have no trees: one island.
+  Without `trees` (islands disabled), or with one kinematic tree, the blocks have no trees: one
+  island.
   """
   nefc, ne, nf = int(layout.nefc), int(layout.ne), int(layout.nf)
   typ = np.asarray(layout.type).reshape(nefc)
@@ -115,13 +116,15 @@ def blocks(m: Model, layout: Any, trees: bool = True) -> Blocks:
 
   z = np.zeros(0, np.int32)
   row_tree = np.full((nefc, 2), -3, np.int32)
-  if not trees:
+  if trees:
+    btree = body_treeid(m)
+    ntree = int(btree.max()) + 1 if m.nbody > 1 else 0
+  if not trees or ntree <= 1:
+    # one island at most: every constrained dof is in it, as in the monolithic solve
     common = (np.asarray(rows, np.int32).reshape(-1, WIDTH), np.asarray(kind, np.int32))
     common += (np.asarray(dim, np.int32), np.asarray(ell, np.int32), row_block)
     return Blocks(*common, 0, z, z, np.full((nefc, 2), -1, np.int32), slot)
-  btree = body_treeid(m)
   dtree = btree[np.asarray(m.dof_bodyid, dtype=np.int64)] if m.nv else np.zeros(0, np.int32)
-  ntree = int(btree.max()) + 1 if m.nbody > 1 else 0
   eq_type = np.asarray(m.eq_type) if m.neq else np.zeros(0, np.int32)
   for i in range(nefc):
     t, j = typ[i], ids[i]

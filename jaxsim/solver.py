@@ -862,7 +862,7 @@ def solve(m: Model, d: Data, layout: Any = None) -> Data:
     primal = jax.custom_jvp(functools.partial(_primal, cfg, r))
     primal.defjvp(functools.partial(_primal_jvp, cfg, r))
   qacc, force, state, niter = primal(p, x)
-  if solver != SolverType.PGS and islands and blk.ntree and cfg.warmstart:
+  if solver != SolverType.PGS and islands and cfg.warmstart:
     # mujoco solves Newton/CG islands in island-local arrays and copies back only the forces:
     # its efc_state is left as the warm start's last mj_constraintUpdate wrote it, the zones at
     # qacc_smooth

@@ -207,15 +207,18 @@ def test_primal_solvers_per_island(solver):
   assert any(len(set(md.solver_niter[: md.nisland])) > 1 for md in mds)
 
 
-def test_pgs_dm_control_humanoid():
-  """dm_control's humanoid switched to PGS, in contact with the floor."""
+@pytest.mark.parametrize('solver', ['PGS', 'Newton'])
+def test_dm_control_humanoid(solver):
+  """dm_control's humanoid (one kinematic tree, one island) in contact with the floor: PGS, and
+  Newton, whose efc_state mujoco leaves at the zones of qacc_smooth whenever islands are on."""
   path = next(p for p in dm_control_suite() if p.endswith('/humanoid.xml'))
   mj = mujoco.MjModel.from_xml_path(path)
-  mj.opt.solver = mujoco.mjtSolver.mjSOL_PGS
+  mj.opt.solver = getattr(mujoco.mjtSolver, f'mjSOL_{solver.upper()}')
   m = jaxsim.load(path)
-  m = m.replace(opt=m.opt.replace(solver=int(mujoco.mjtSolver.mjSOL_PGS)))
+  m = m.replace(opt=m.opt.replace(solver=int(mj.opt.solver)))
   mds = states(mj, 3, 60, seed=1)
   assert max(md.ncon for md in mds) > 0
+  assert all(md.nisland == 1 for md in mds)
   compare(m, mds)
 
 
