@@ -11,7 +11,7 @@ import numpy as np
 import jaxsim
 
 _INTEGRATORS = {0: 'Euler', 1: 'RK4', 2: 'implicit', 3: 'implicitfast', 100: 'variational'}
-_SOLVERS = {1: 'CG', 2: 'Newton'}
+_SOLVERS = {0: 'PGS', 1: 'CG', 2: 'Newton'}
 _CONES = {0: 'pyramidal', 1: 'elliptic'}
 
 
