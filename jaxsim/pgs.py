@@ -197,14 +197,14 @@ def row_trees(blk: Blocks, J: jax.Array, geom_tree1: jax.Array, geom_tree2: jax.
   return jnp.where(kind == -2, contact, jnp.where(kind == -3, generic, static))
 
 
-def islands(inc: jax.Array, active: jax.Array, enabled: bool) -> tuple[jax.Array, jax.Array]:
+def islands(inc: jax.Array, active: jax.Array) -> tuple[jax.Array, jax.Array]:
   """Island labels of rows (nefc,) and trees (ntree,): the smallest tree of a component.
 
   inc (nefc, ntree) bool row-tree incidence; active (nefc,) rows. Trees in no island get ntree.
-  Disabled: one island, 0, of every row and tree.
+  Without trees: one island, 0, of every row.
   """
   nefc, ntree = inc.shape
-  if not enabled or ntree == 0:
+  if ntree == 0:
     return jnp.zeros(nefc, jnp.int32), jnp.zeros(ntree, jnp.int32)
   a = (inc & active[:, None]).astype(jnp.float32)
   adj = (a.T @ a) > 0  # trees sharing an active row

@@ -737,7 +737,7 @@ def _islands(m: Model, d: Data, blk: pgs.Blocks, p: _Problem):
   else:
     t1 = t2 = jnp.zeros(0, jnp.int32)
   inc = pgs.row_trees(blk, p.J, t1, t2)
-  label, tree_label = pgs.islands(inc, p.active, True)
+  label, tree_label = pgs.islands(inc, p.active)
   dof = tree_label[blk.dof_treeid]
   inertia = jax.ops.segment_sum(jnp.diagonal(p.M), dof, blk.ntree)
   return dof, label, inertia
@@ -869,7 +869,9 @@ def solve(m: Model, d: Data, layout: Any = None) -> Data:
     jar = p.J @ p.qacc_smooth - p.aref
     state = _update_constraint(p, r, jar, False).state.astype(jnp.int32)
   if m.opt.noslip_iterations > 0:
-    x_isl = x if solver == SolverType.PGS else _pgs_path(m, d, blk, p)
+    # the islands found for the main solve (unused labels get a unit inertia: they have no rows)
+    row, inertia = (x.label, x.inertia) if solver == SolverType.PGS else (row, inertia)
+    inertia = jnp.where(inertia > 0, inertia, 1.0)
     force, extra = noslip.solve(
       noslip.blocks(layout),
       p.J,
@@ -884,8 +886,8 @@ def solve(m: Model, d: Data, layout: Any = None) -> Data:
       int(m.opt.noslip_iterations),
       m.opt.noslip_tolerance,
       # per island, as mj_solNoSlip_island, scaled as the PGS islands (measured on mujoco 4.0.0)
-      1.0 / x_isl.inertia,
-      x_isl.label,
+      1.0 / inertia,
+      row,
     )
     # the dual solvers' finish (mj_dualFinish): qacc from the forces, states from the forces
     qacc = p.qacc_smooth + jax.scipy.linalg.cho_solve((d.qLD, True), p.J.T @ force)
