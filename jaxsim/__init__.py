@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+import jax
+
 from jaxsim import (
   _xla,  # noqa: F401  (first: sets XLA flags before JAX starts its backend)
   envs,
@@ -77,19 +79,29 @@ def make_data(m: Model) -> Data:
 
 
 def _build(compiled: dict) -> Model:
-  """Model from compiled arrays, completed by the qpos0 pass (mj_setConst)."""
-  from jaxsim import constraint
+  """Model from compiled arrays, completed by the qpos0 pass (mj_setConst) and the actuator
+  length-range search (mj_setLengthRange)."""
+  from jaxsim import constraint, lengthrange
   from jaxsim.collision import driver, pairs
   from jaxsim.setconst import set_const
 
   compiled = dict(compiled)
+  lr_sim = compiled.pop('lengthrange_sim', ())
+  lr_opt = compiled.pop('lengthrange_opt', None)
   compiled.update(set_const(compiled))
   compiled['collision_pairs'] = pairs.candidate_pairs(compiled)
   compiled['nconmax'] = 0
   compiled['nefcmax'] = 0
-  m = make_model(compiled)
-  m = m.replace(nconmax=driver.ncon_max(m))
-  return m.replace(nefcmax=constraint.layout(m).nefc)
+
+  def model() -> Model:
+    m = make_model(compiled)
+    m = m.replace(nconmax=driver.ncon_max(m))
+    return m.replace(nefcmax=constraint.layout(m).nefc)
+
+  if lr_sim:
+    with jax.enable_x64(True):
+      compiled['actuator_lengthrange'] = lengthrange.length_range(model(), lr_sim, lr_opt)
+  return model()
 
 
 def load(path: str, assets: Mapping[str, bytes] | None = None) -> Model:

@@ -118,7 +118,7 @@ def _energy(m: Model, d: Data) -> Data:
   return d.replace(energy=jnp.stack([passive.energy_pos(m, d), passive.energy_vel(m, d)]))
 
 
-def _forward(m: Model, d: Data, energy: bool = True, sensor: bool = True) -> Data:
+def _forward_pos_vel(m: Model, d: Data, energy: bool = True, sensor: bool = True) -> Data:
   d = fwd_position(m, d)
   if sensor:
     d = sensors.sensor_pos(m, d)
@@ -127,6 +127,10 @@ def _forward(m: Model, d: Data, energy: bool = True, sensor: bool = True) -> Dat
     d = sensors.sensor_vel(m, d)
   if energy:
     d = _energy(m, d)
+  return d
+
+
+def _forward_acc(m: Model, d: Data, sensor: bool = True) -> Data:
   d = actuation.actuation(m, d)
   d = check.check_ctrl(m, d)
   d = fwd_acceleration(m, d)
@@ -134,6 +138,10 @@ def _forward(m: Model, d: Data, energy: bool = True, sensor: bool = True) -> Dat
   if sensor:
     d = sensors.sensor_acc(m, d)
   return d
+
+
+def _forward(m: Model, d: Data, energy: bool = True, sensor: bool = True) -> Data:
+  return _forward_acc(m, _forward_pos_vel(m, d, energy, sensor), sensor)
 
 
 def forward(m: Model, d: Data) -> Data:
@@ -163,6 +171,36 @@ def step(m: Model, d: Data) -> Data:
     inverse = importlib.import_module('jaxsim.inverse')
     d = inverse.compare_fwd_inv(m, d)
   return check.check_acc(m, _integrate(m, d), qacc=d.qacc)
+
+
+def step1(m: Model, d: Data) -> Data:
+  """First half of a step: state checks, position and velocity stages (mj_step1).
+
+  Controls and applied forces set on the result act in `step2`, as between MuJoCo's two halves.
+  """
+  check_supported(m)
+  if m.opt.integrator == IntegratorType.VARIATIONAL:
+    raise NotImplementedError('the variational integrator has no split step (step1/step2)')
+  d = check.check_pos(m, d)
+  d = check.check_vel(m, d)
+  return _forward_pos_vel(m, d)
+
+
+def step2(m: Model, d: Data) -> Data:
+  """Second half of a step after `step1`: actuation, acceleration, constraint forces, then Euler
+  or implicit integration; RK4 integrates with Euler here, as mj_step2 does."""
+  check_supported(m)
+  if m.opt.integrator == IntegratorType.VARIATIONAL:
+    raise NotImplementedError('the variational integrator has no split step (step1/step2)')
+  d = _forward_acc(m, d)
+  if m.opt.enableflags & EnableBit.FWDINV:
+    inverse = importlib.import_module('jaxsim.inverse')
+    d = inverse.compare_fwd_inv(m, d)
+  if m.opt.integrator == IntegratorType.RK4:
+    out = integrate.euler(m, d)
+  else:
+    out = _integrate(m, d)
+  return check.check_acc(m, out, qacc=d.qacc)
 
 
 def _integrate(m: Model, d: Data) -> Data:

@@ -103,23 +103,6 @@ XML = """
 NO_CONSTRAINT = oracle.NO_CONSTRAINT
 
 
-def _add_field(m: jaxsim.Model, name: str, value) -> jaxsim.Model:
-  """A Model with one more dynamic field (compile-time constants the compiler does not make)."""
-  fields = {k: getattr(m, k) for k in m.fields()}
-  fields[name] = jnp.asarray(value)
-  return type(m)(fields, m._dynamic + (name,))
-
-
-def _mj_constants(m: jaxsim.Model, mj: mujoco.MjModel) -> jaxsim.Model:
-  """MuJoCo's compile-time acc0, dampratio-resolved kv and joint-range muscle lengthrange."""
-  # jaxsim's compiler does not compute these yet (mj_setConst / mj_setLengthRange)
-  m = m.replace(
-    actuator_biasprm=jnp.asarray(mj.actuator_biasprm),
-    actuator_lengthrange=jnp.asarray(mj.actuator_lengthrange),
-  )
-  return _add_field(m, 'actuator_acc0', mj.actuator_acc0)
-
-
 def _pair_string(xml: str, disable: int = NO_CONSTRAINT, assets=None):
   mj = mujoco.MjModel.from_xml_string(xml, assets or {})
   mj.opt.disableflags |= disable
@@ -192,7 +175,7 @@ def pipeline():
 @pytest.fixture(scope='module')
 def own():
   m, mj = _pair_string(XML)
-  return _mj_constants(m, mj), mj
+  return m, mj
 
 
 # the bundled models (every actuator kind they hold); the suite models' actuation is compared in
@@ -254,7 +237,6 @@ def test_features_model(pipeline):
     assets = {'features_include.xml': f.read()}
   xml = '\n'.join(line for line in xml.splitlines() if '<adhesion' not in line)
   m, mj = _pair_string(xml, assets=assets)
-  m = _mj_constants(m, mj)
   for seed in range(2):
     _compare(m, mj, pipeline, oracle.random_state(mj, np.random.default_rng(seed)))
 
@@ -347,7 +329,6 @@ def test_bad_ctrl_zeroes_all_controls(own, pipeline):
 def test_disable_flags(flag, pipeline):
   bit = int(DisableBit[flag])
   m, mj = _pair_string(XML, disable=NO_CONSTRAINT | bit)
-  m = _mj_constants(m, mj)
   state = oracle.random_state(mj, np.random.default_rng(11), scale=1.0)
   d, _ = _compare(m, mj, pipeline, state)
   if flag == 'ACTUATION':

@@ -26,6 +26,19 @@ EPS = 1e-14
 # Most numbers an array sized by the model (hfield samples, numeric data, activations, keyframe
 # values) may hold: larger requests are refused with a ModelError rather than a MemoryError.
 MAX_ARRAY = 10**8
+# mj_defaultLROpt: the <compiler><lengthrange> settings
+LENGTHRANGE_DEFAULTS = {
+  'mode': 1,
+  'useexisting': True,
+  'uselimit': False,
+  'accel': 20.0,
+  'maxforce': 0.0,
+  'timeconst': 1.0,
+  'timestep': 0.01,
+  'inttotal': 10.0,
+  'interval': 2.0,
+  'tolrange': 0.05,
+}
 
 OBJ = {'body': 1, 'xbody': 2, 'joint': 3, 'dof': 4, 'geom': 5, 'site': 6, 'camera': 7}
 OBJ.update({'mesh': 10, 'hfield': 12, 'equality': 17, 'tendon': 18, 'actuator': 19, 'sensor': 20})
@@ -141,6 +154,8 @@ class _Compiler:
     self.names: dict[str, dict[str, int]] = {}
     self.name_lists: dict[str, list[str]] = {}
     self.unsupported: list[str] = []
+    self.lengthrange_opt: dict = dict(LENGTHRANGE_DEFAULTS)
+    self.lengthrange_sim: list[tuple[int, str, int, str]] = []
 
   # ---------------------------------------------------------------- utilities
 
@@ -174,14 +189,14 @@ class _Compiler:
     base = self.defaults.get(cls, kind, elem)
     return schema.read_attrs(elem, table, base)
 
-  def _length_range(self, attrs, trntype: int, trnid) -> None:
+  def _length_range(self, a: Element, index: int, attrs, trntype: int, trnid) -> None:
     """actuator lengthrange as MuJoCo's mj_setLengthRange decides it, short of simulating.
 
     Which actuators need one (lengthrange mode), keeping a given one (useexisting), copying the
-    joint's or tendon's range (uselimit); the rest would need MuJoCo's simulation-based search,
-    which jaxsim names as unsupported.
+    joint's or tendon's range (uselimit); the rest are listed in `lengthrange_sim` for the
+    simulation-based search (jaxsim/lengthrange.py), which runs on the built Model.
     """
-    lr = {'mode': 1, 'useexisting': True, 'uselimit': False, **getattr(self, 'lengthrange', {})}
+    lr = self.lengthrange_opt
     ismuscle = attrs.get('gaintype') == GAIN_MUSCLE or attrs.get('biastype') == BIAS_MUSCLE
     isuser = attrs.get('gaintype') == GAIN_USER or attrs.get('biastype') == BIAS_USER
     mode = int(lr['mode'])
@@ -197,7 +212,7 @@ class _Compiler:
       if trntype == TRN_TENDON and self.tendons[trnid[0]]['limited_c']:
         attrs['lengthrange'] = np.array(self.tendons[trnid[0]]['range'], dtype=float)
         return
-    self.note_unsupported('actuator lengthrange by simulation (give lengthrange explicitly)')
+    self.lengthrange_sim.append((index, a.file, a.line, a.tag))
 
   def note_unsupported(self, feature: str):
     if feature not in self.unsupported:
@@ -303,7 +318,7 @@ class _Compiler:
     self.comp.update(attrs)
     for lr in e.find('lengthrange'):
       _only(lr, set())
-      self.lengthrange = schema.read_attrs(lr, schema.LENGTHRANGE)
+      self.lengthrange_opt = schema.read_attrs(lr, schema.LENGTHRANGE, self.lengthrange_opt)
 
   def read_option(self, e: Element):
     _only(e, {'flag'})
@@ -1650,7 +1665,7 @@ class _Compiler:
         raise a.error(f'actdim is too large: more than {MAX_ARRAY:.0e} activations', 'actdim')
       if 'nsample' in attrs or 'delay' in attrs:
         self.note_unsupported('actuator delay (nsample/delay)')
-      self._length_range(attrs, trntype, trnid)
+      self._length_range(a, len(rows), attrs, trntype, trnid)
       rows.append((attrs, trntype, trnid, lim, actnum))
     nu = len(rows)
     actnum = np.array([r[4] for r in rows], dtype=int)
@@ -2139,6 +2154,8 @@ class _Compiler:
     out['names'] = {k: tuple(v) for k, v in self.name_lists.items()}
     out['model_name'] = self.model_name
     out['unsupported'] = tuple(self.unsupported)
+    out['lengthrange_opt'] = dict(self.lengthrange_opt)
+    out['lengthrange_sim'] = tuple(self.lengthrange_sim)
 
 
 # ------------------------------------------------------------------ helpers
