@@ -84,3 +84,22 @@ def test_without_nconmax_every_slot_is_kept():
   m = jaxsim.load_string(xml)
   b = driver.budget(m)
   assert not b.capped and b.ncon == b.nfull
+
+
+def test_without_nconmax_a_model_too_large_keeps_the_slots_that_fit(monkeypatch):
+  """Twelve spheres (78 collider slots, an estimate of 20): with a memory limit that fits the
+  rows of 39 slots per world, 39 slots; the touching spheres' physics is MuJoCo's."""
+  bodies = ''.join(
+    f'<body pos="{0.25 * i} 0 {0.09 if i % 3 else 0.5}"><freejoint/><geom size=".1"/></body>'
+    for i in range(12)
+  )
+  xml = f'<mujoco><worldbody><geom type="plane" size="5 5 .1"/>{bodies}</worldbody></mujoco>'
+  nv = 72
+  monkeypatch.setattr(driver, 'AUTO_BUDGET_BYTES', 39 * 4 * nv * 8)  # pyramidal condim 3: 4 rows
+  m, d, mj, md = _forward(xml)
+  b = driver.budget(m)
+  assert b.capped and (b.nfull, b.ncon) == (78, 39)
+  assert int(d.ncon) == md.ncon > 0 and int(d.warning[CONTACTFULL]) == 0
+  oracle.assert_close('qacc', d.qacc, md.qacc, rtol=1e-9)
+  monkeypatch.setattr(driver, 'AUTO_BUDGET_BYTES', 78 * 4 * nv * 8)
+  assert not driver.budget(jaxsim.load_string(xml)).capped

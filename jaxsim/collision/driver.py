@@ -14,7 +14,10 @@ their slot order, and when there are more than the class has slots the deepest a
 Data.warning[mjWARN_CONTACTFULL] counts the overflow. The budget is asked for by MJCF
 <size nconmax> (as in MuJoCo, where it sizes the contact arena) or `with_ncon_max` (a number, or
 an estimate of the contacts the model can have at once); without one, every collider slot is a
-Data.contact slot. MuJoCo's nconmax bounds all contacts together; here it bounds each condim class.
+Data.contact slot, unless the constraint Jacobian of all those slots would pass AUTO_BUDGET_BYTES
+per world (a scene of hundreds of free bodies has hundreds of thousands of candidate pairs): then
+each condim class keeps its share of the slots whose rows fit in it, or the estimate if larger.
+MuJoCo's nconmax bounds all contacts together; here it bounds each condim class.
 """
 
 from __future__ import annotations
@@ -30,11 +33,13 @@ from jaxsim import math
 from jaxsim.collision import broadphase, hfield, primitive
 from jaxsim.collision import support as sp
 from jaxsim.collision.geom import NO_CONTACT, Contacts, GeomInfo, mesh_graph_arrays
-from jaxsim.types import Data, DisableBit, EnableBit, GeomType, Model
+from jaxsim.types import ConeType, Data, DisableBit, EnableBit, GeomType, Model
 
 MINMU = 1e-5  # mjMINMU
 WARN_CONTACTFULL = 1  # mjWARN_CONTACTFULL
 MIN_BUDGET = 8  # slots of a condim class the default budget never goes below
+# dense efc_J (rows x nv, float64) above which a model given no budget gets the estimate
+AUTO_BUDGET_BYTES = 256 * 2**20
 
 
 def _ccd_options(m: Model | None) -> dict[str, Any]:
@@ -234,15 +239,22 @@ class Budget(NamedTuple):
   classes: tuple[tuple[int, np.ndarray, int], ...]
 
 
-def _requested(m: Model) -> int | None:
+def _requested(m: Model) -> int | None | str:
   """The budget asked for: with_ncon_max, else MJCF <size nconmax>; -1: none (every slot),
-  None: the default estimate (with_ncon_max(m, None))."""
+  None: the default estimate (with_ncon_max(m, None)), 'auto': nothing asked."""
   cp = m.collision_pairs if 'collision_pairs' in m.fields() else {}
   if 'nconmax' in cp:
     n = cp['nconmax']
     return None if n is None else int(n)
   n = m.size.get('nconmax') if 'size' in m.fields() and isinstance(m.size, dict) else None
-  return -1 if n is None or int(n) <= 0 else int(n)
+  return 'auto' if n is None or int(n) <= 0 else int(n)
+
+
+def _rows(m: Model, dim: np.ndarray) -> int:
+  """Constraint rows of contact slots of these condims (constraint.layout's count)."""
+  if m.opt.cone == ConeType.PYRAMIDAL:
+    return int(np.where(dim == 1, 1, 2 * (dim - 1)).sum())
+  return int(dim.sum())
 
 
 def _default_budget(g1: np.ndarray, g2: np.ndarray, nslot: np.ndarray) -> int:
@@ -301,6 +313,13 @@ def budget(m: Model) -> Budget:
   dim_full = np.repeat(pdim, nslot).astype(np.int32)[slot_order(m, grps)]
   nfull = len(dim_full)
   req = _requested(m)
+  # no budget asked for: every slot, unless their rows would not fit in AUTO_BUDGET_BYTES
+  fit = None
+  if req == 'auto':
+    full_rows = _rows(m, dim_full)
+    req = -1
+    if full_rows * m.nv * 8 > AUTO_BUDGET_BYTES:
+      req, fit = None, AUTO_BUDGET_BYTES / (8 * m.nv * full_rows)
   classes = []
   for c in np.unique(dim_full):
     ids = np.flatnonzero(dim_full == c)
@@ -309,6 +328,9 @@ def budget(m: Model) -> Budget:
     elif req is None:
       sel = pdim == c
       k = max(_default_budget(g1[sel], g2[sel], nslot[sel]), MIN_BUDGET)
+      if fit is not None:
+        # the class's share of the rows that fit, if more than the estimate
+        k = max(k, int(fit * len(ids)))
     else:
       k = len(ids)
     classes.append((int(c), ids, min(len(ids), k)))
