@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import io
+import json
 import math
 import os
 from collections.abc import Callable
@@ -17,6 +18,7 @@ import numpy as np
 
 from jaxsim.errors import ModelError
 from jaxsim.mjcf import frames, fuse, inertia, schema
+from jaxsim.mjcf.attach import expand as expand_attachments
 from jaxsim.mjcf.defaults import BUILTIN, Defaults
 from jaxsim.mjcf.parse import Element
 from jaxsim.mjcf.replicate import expand as expand_replicates
@@ -251,7 +253,9 @@ class _Compiler:
     # every top-level <default> is class 'main' again: MuJoCo merges its attributes into main,
     # and classes defined before a later one keep the main they copied
     for e in root.find('default'):
-      self.defaults.read(e, None, self.apply_actuator_shortcut)
+      # '_root': an attached model's default tree, its own root class (attach.py)
+      parent = '' if '_root' in e.attrs else None
+      self.defaults.read(e, parent, self.apply_actuator_shortcut)
     self.assets = {'mesh': [], 'hfield': [], 'material': [], 'texture': [], 'skin': []}
     for e in root.find('asset'):
       self.read_assets(e)
@@ -2069,6 +2073,23 @@ class _Compiler:
     out['numeric_data'] = np.concatenate(numeric) if numeric else np.zeros(0)
     out['text_data'] = tuple(texts)
 
+  def _attached_key(self, k: dict, values: dict) -> None:
+    """An attached model's keyframe values on its joints and actuators (attach.py), by name."""
+    jt = self.names.get('joint', {})
+    for name, (qpos, qvel) in values['joints'].items():
+      if name in jt:
+        j = self.joints[jt[name]]
+        k['qpos'][j['qposadr'] : j['qposadr'] + len(qpos)] = qpos
+        k['qvel'][j['dofadr'] : j['dofadr'] + len(qvel)] = qvel
+    at = self.names.get('actuator', {})
+    actadr = self.out['actuator_actadr']
+    for name, (ctrl, act) in values['actuators'].items():
+      if name in at:
+        i = at[name]
+        k['ctrl'][i] = ctrl
+        if len(act):
+          k['act'][actadr[i] : actadr[i] + len(act)] = act
+
   def compile_keyframes(self, sections: list[Element]):
     out = self.out
     keys = []
@@ -2087,6 +2108,11 @@ class _Compiler:
       _only(sec, {'key'})
       for e in sec.children:
         _only(e, set())
+        attached = e.attrs.get('_attached')
+        if attached is not None:
+          e = Element(
+            e.tag, {k: v for k, v in e.attrs.items() if k != '_attached'}, [], e.file, e.line
+          )
         a = schema.read_attrs(e, schema.KEY)
         k = {
           'time': a.get('time', 0.0),
@@ -2115,6 +2141,8 @@ class _Compiler:
               k[field] = v
             elif field not in ('mpos', 'mquat'):
               k[field][: len(v)] = v
+        if attached is not None:
+          self._attached_key(k, json.loads(attached))
         # MuJoCo normalises the quaternions of ball and free joints (and mocap bodies).
         for j in self.joints:
           if j['type'] in (JNT_FREE, JNT_BALL):
@@ -2340,4 +2368,5 @@ def compile_tree(
   root: Element, directory: str, read: Callable[[str], bytes], model_file: str
 ) -> Compiled:
   """Compiles a parsed, include-expanded MJCF tree into MuJoCo-named arrays."""
+  root = expand_attachments(root, directory, read)
   return _Compiler(expand_replicates(root), directory, read, model_file).run()

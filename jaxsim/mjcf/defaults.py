@@ -151,11 +151,18 @@ class Defaults:
     return self.classes[name][kind]
 
   def read(self, elem: Element, parent: str | None, apply_shortcut) -> None:
-    """Reads one `<default>` element (and its nested classes) below class `parent`."""
-    extra = set(elem.attrs) - {'class'}
+    """Reads one `<default>` element (and its nested classes) below class `parent` (None: the
+    top-level class 'main'; '': a class of its own on MuJoCo's built-in values)."""
+    extra = set(elem.attrs) - {'class', '_root'}
     if extra:
       raise elem.error('unknown attribute of <default>', attribute=sorted(extra)[0])
-    if parent is None:
+    if parent == '':
+      # the root of an attached model's classes: MuJoCo's built-in values below it
+      name = elem.attrs['class']
+      if name in self.classes:
+        raise elem.error(f'duplicate default class {name!r}', attribute='class')
+      self.classes[name] = copy.deepcopy(BUILTIN)
+    elif parent is None:
       name = elem.attrs.get('class', 'main')
       if name != 'main':
         raise elem.error("the top-level default class must be 'main'", attribute='class')

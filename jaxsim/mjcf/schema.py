@@ -613,8 +613,6 @@ UNSUPPORTED_ELEMENTS = {
   'deformable': 'deformable objects (<deformable>)',
   'plugin': 'engine plugins (<plugin>)',
   'extension': 'engine plugins (<extension>)',
-  'attach': 'model attachment (<attach>)',
-  'model': 'sub-models (<asset><model>)',
 }
 
 # Which table a child of <default> uses, keyed by tag.

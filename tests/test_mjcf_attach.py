@@ -1,0 +1,167 @@
+"""`<asset><model>` and `<attach>` (from another model, self-attach, inside `<replicate>`): the
+compiled Model agrees with mujoco's field by field, names and keyframes included, and the dynamics
+of the attached model agree too."""
+
+from __future__ import annotations
+
+import jax
+import mujoco
+import numpy as np
+import pytest
+
+import jaxsim
+from tests import oracle
+from tests.test_mjcf_compile import COUNTS, FIELDS, QUATS
+
+CHILD = """
+<mujoco model="kid">
+  <compiler autolimits="true"/>
+  <default>
+    <joint damping="0.5"/>
+    <geom rgba="0.2 0.3 0.4 1"/>
+    <default class="stiff"><joint stiffness="3" armature="0.01"/></default>
+  </default>
+  <asset>
+    <material name="skin" rgba="0.9 0.1 0.1 1"/>
+  </asset>
+  <worldbody>
+    <body name="arm" pos="0 0 1" euler="0 30 0">
+      <joint name="hinge" axis="0 1 0" range="-60 80"/>
+      <geom name="upper" type="capsule" size="0.05" fromto="0 0 0 0.3 0 0" material="skin"/>
+      <body name="tip" pos="0.3 0 0" childclass="stiff">
+        <joint name="wrist" axis="1 0 0"/>
+        <geom name="ball" type="sphere" size="0.05"/>
+        <site name="tipsite"/>
+      </body>
+    </body>
+  </worldbody>
+  <contact><exclude body1="arm" body2="tip"/></contact>
+  <tendon>
+    <fixed name="couple"><joint joint="hinge" coef="1"/><joint joint="wrist" coef="-0.5"/></fixed>
+  </tendon>
+  <actuator>
+    <motor name="m" joint="hinge" gear="2"/>
+    <position name="servo" joint="wrist" kp="3" dampratio="1"/>
+    <motor name="mt" tendon="couple"/>
+  </actuator>
+  <sensor>
+    <jointpos name="jp" joint="wrist"/>
+    <framepos name="fp" objtype="site" objname="tipsite"/>
+    <tendonpos name="tp" tendon="couple"/>
+  </sensor>
+  <keyframe><key name="bent" qpos="0.3 0.2" ctrl="0.5 -0.1 0.2"/></keyframe>
+</mujoco>
+"""
+
+PARENT = """
+<mujoco model="parent">
+  <default><joint damping="7"/></default>
+  <asset><model name="kid" file="child.xml"/></asset>
+  <worldbody>
+    <geom name="floor" type="plane" size="5 5 0.1"/>
+    <body name="base" pos="1 0 0.2">
+      <joint name="slide" type="slide" axis="1 0 0" range="-1 1"/>
+      <geom size="0.1"/>
+      <frame pos="0 0.5 0" euler="0 0 30">
+        <attach model="kid" body="arm" prefix="a_"/>
+      </frame>
+    </body>
+    <attach model="kid" prefix="w_"/>
+    <frame name="spot" pos="0 -1 0"><geom name="marker" type="box" size="0.1 0.1 0.1"/></frame>
+    <body name="holder" pos="0 2 0"><attach frame="spot" prefix="copy_"/></body>
+    <replicate count="3" offset="0.5 0 0" sep="-">
+      <attach model="kid" body="arm" prefix="r_"/>
+    </replicate>
+  </worldbody>
+  <actuator><motor name="own" joint="slide"/></actuator>
+  <keyframe><key name="mine" qpos="0.1"/></keyframe>
+</mujoco>
+"""
+
+
+@pytest.fixture(scope='module')
+def files(tmp_path_factory):
+  d = tmp_path_factory.mktemp('attach')
+  (d / 'child.xml').write_text(CHILD)
+  (d / 'parent.xml').write_text(PARENT)
+  return d
+
+
+@pytest.fixture(scope='module')
+def pair(files):
+  path = str(files / 'parent.xml')
+  return oracle.load(path), mujoco.MjModel.from_xml_path(path)
+
+
+def test_fields_against_mujoco(pair):
+  m, mj = pair
+  assert (mj.nbody, mj.nkey) == (13, 4)  # the scene is what it claims
+  for k in COUNTS:
+    assert getattr(m, k) == getattr(mj, k), k
+  for k in FIELDS + QUATS + ['key_qpos', 'key_qvel', 'key_ctrl', 'key_act', 'dof_damping']:
+    ours, theirs = np.asarray(getattr(m, k)), np.asarray(getattr(mj, k))
+    assert ours.shape == theirs.shape, k
+    if k in QUATS:
+      ours = ours * np.where(np.sum(ours * theirs, axis=-1, keepdims=True) < 0, -1.0, 1.0)
+    np.testing.assert_allclose(ours, theirs, rtol=1e-7, atol=1e-9, err_msg=k)
+
+
+def test_names_against_mujoco(pair):
+  m, mj = pair
+  for kind, n in (
+    ('body', mj.nbody),
+    ('joint', mj.njnt),
+    ('geom', mj.ngeom),
+    ('site', mj.nsite),
+    ('tendon', mj.ntendon),
+    ('actuator', mj.nu),
+    ('sensor', mj.nsensor),
+    ('key', mj.nkey),
+  ):
+    theirs = [getattr(mj, kind)(i).name for i in range(n)]
+    assert list(m.names.get(kind, ())) == theirs, kind
+
+
+def test_forward_against_mujoco(pair):
+  m, mj = pair
+  m = m.replace(opt=m.opt.replace(disableflags=m.opt.disableflags | oracle.NO_CONSTRAINT))
+  mj.opt.disableflags |= oracle.NO_CONSTRAINT
+  md = mujoco.MjData(mj)
+  mujoco.mj_resetDataKeyframe(mj, md, 2)
+  mujoco.mj_forward(mj, md)
+  d = jaxsim.make_data(m).replace(qpos=md.qpos.copy(), ctrl=md.ctrl.copy())
+  d = jax.jit(jaxsim.forward)(m, d)
+  for name in ('qacc', 'qfrc_actuator', 'ten_length', 'sensordata'):
+    oracle.assert_close(name, getattr(d, name), getattr(md, name), rtol=1e-8)
+
+
+def test_differing_compiler_settings_are_refused(files):
+  (files / 'radian.xml').write_text(CHILD.replace('<compiler ', '<compiler angle="radian" '))
+  xml = PARENT.replace('child.xml', 'radian.xml')
+  (files / 'p_radian.xml').write_text(xml)
+  mujoco.MjModel.from_xml_path(str(files / 'p_radian.xml'))  # mujoco compiles it per model
+  with pytest.raises(jaxsim.ModelError, match='angle') as err:
+    jaxsim.load(str(files / 'p_radian.xml'))
+  assert (err.value.element, err.value.attribute) == ('attach', 'model')
+
+
+@pytest.mark.parametrize(
+  'attach, attribute',
+  [
+    ('<attach model="nope" body="arm" prefix="x_"/>', 'model'),
+    ('<attach model="kid" body="nope" prefix="x_"/>', 'body'),
+    ('<attach model="kid" body="arm"/>', 'prefix'),
+    ('<attach body="base" frame="spot" prefix="x_"/>', 'frame'),
+    ('<attach prefix="x_"/>', 'body'),
+  ],
+)
+def test_bad_attach_raises_model_error(files, attach, attribute):
+  xml = PARENT.replace('<attach model="kid" prefix="w_"/>', attach)
+  path = files / f'bad_{attribute}.xml'
+  path.write_text(xml)
+  with pytest.raises(ValueError):
+    mujoco.MjModel.from_xml_path(str(path))
+  with pytest.raises(jaxsim.ModelError) as err:
+    jaxsim.load(str(path))
+  assert (err.value.element, err.value.attribute) == ('attach', attribute), str(err.value)
+  assert err.value.line == xml.splitlines().index('    ' + attach) + 1
