@@ -55,7 +55,7 @@ CHILD = """
 
 PARENT = """
 <mujoco model="parent">
-  <default><joint damping="7"/></default>
+  <default><joint damping="7"/><geom friction="0.5 0.01 0.001"/></default>
   <asset><model name="kid" file="child.xml"/></asset>
   <worldbody>
     <geom name="floor" type="plane" size="5 5 0.1"/>
@@ -96,14 +96,7 @@ def pair(files):
 def test_fields_against_mujoco(pair):
   m, mj = pair
   assert (mj.nbody, mj.nkey) == (13, 4)  # the scene is what it claims
-  for k in COUNTS:
-    assert getattr(m, k) == getattr(mj, k), k
-  for k in FIELDS + QUATS + ['key_qpos', 'key_qvel', 'key_ctrl', 'key_act', 'dof_damping']:
-    ours, theirs = np.asarray(getattr(m, k)), np.asarray(getattr(mj, k))
-    assert ours.shape == theirs.shape, k
-    if k in QUATS:
-      ours = ours * np.where(np.sum(ours * theirs, axis=-1, keepdims=True) < 0, -1.0, 1.0)
-    np.testing.assert_allclose(ours, theirs, rtol=1e-7, atol=1e-9, err_msg=k)
+  _compare_fields(m, mj)
 
 
 def test_names_against_mujoco(pair):
@@ -135,13 +128,42 @@ def test_forward_against_mujoco(pair):
     oracle.assert_close(name, getattr(d, name), getattr(md, name), rtol=1e-8)
 
 
-def test_differing_compiler_settings_are_refused(files):
-  (files / 'radian.xml').write_text(CHILD.replace('<compiler ', '<compiler angle="radian" '))
-  xml = PARENT.replace('child.xml', 'radian.xml')
-  (files / 'p_radian.xml').write_text(xml)
-  mujoco.MjModel.from_xml_path(str(files / 'p_radian.xml'))  # mujoco compiles it per model
-  with pytest.raises(jaxsim.ModelError, match='angle') as err:
-    jaxsim.load(str(files / 'p_radian.xml'))
+def _compare_fields(m, mj):
+  for k in COUNTS:
+    assert getattr(m, k) == getattr(mj, k), k
+  for k in FIELDS + QUATS + ['key_qpos', 'key_qvel', 'key_ctrl', 'key_act', 'dof_damping']:
+    ours, theirs = np.asarray(getattr(m, k)), np.asarray(getattr(mj, k))
+    assert ours.shape == theirs.shape, k
+    if k in QUATS:
+      ours = ours * np.where(np.sum(ours * theirs, axis=-1, keepdims=True) < 0, -1.0, 1.0)
+    np.testing.assert_allclose(ours, theirs, rtol=1e-7, atol=1e-9, err_msg=k)
+
+
+def test_child_compiles_with_its_own_angle_unit_and_euler_sequence(files):
+  """A radian child with its own Euler sequence and no autolimits, in a degree parent: its
+  angles (body euler, hinge range and ref) are read as mujoco reads them, per model."""
+  child = CHILD.replace(
+    '<compiler autolimits="true"/>', '<compiler angle="radian" eulerseq="zyx" autolimits="false"/>'
+  )
+  child = child.replace('euler="0 30 0"', 'euler="0.2 0.5 0.1"')
+  child = child.replace('range="-60 80"', 'range="-1 1.5" limited="true" ref="0.3"')
+  (files / 'radian.xml').write_text(child)
+  path = files / 'p_radian.xml'
+  path.write_text(PARENT.replace('child.xml', 'radian.xml'))
+  mj = mujoco.MjModel.from_xml_path(str(path))
+  m = jaxsim.load(str(path))
+  assert mj.jnt_range[1, 1] == 1.5  # radians, as written: the parent's degrees do not apply
+  _compare_fields(m, mj)
+
+
+def test_differing_inertia_settings_are_refused(files):
+  child = CHILD.replace('<compiler ', '<compiler inertiafromgeom="true" ')
+  (files / 'ifg.xml').write_text(child)
+  path = files / 'p_ifg.xml'
+  path.write_text(PARENT.replace('child.xml', 'ifg.xml'))
+  mujoco.MjModel.from_xml_path(str(path))  # mujoco compiles it per model
+  with pytest.raises(jaxsim.ModelError, match='inertiafromgeom') as err:
+    jaxsim.load(str(path))
   assert (err.value.element, err.value.attribute) == ('attach', 'model')
 
 

@@ -15,9 +15,10 @@ The expansion rewrites the parsed tree before the compiler sees it:
   the attached joints and actuators, which take the child's values (for an attach inside a
   `<replicate>`, those of the first replica, as MuJoCo leaves them).
 
-Elements of another model compile with this model's `<compiler>` settings, so a child whose
-settings would change how its elements compile (angles, Euler sequence, inertia options ...) is
-refused, naming the setting (MuJoCo compiles each model's elements with its own settings).
+Elements of another model compile with that model's angle unit, Euler sequence and autolimits
+(the compiler looks them up by the file an element came from), as MuJoCo compiles each model's
+elements with its own settings; a child whose other `<compiler>` settings differ (inertia
+options, fusestatic ...) is refused, naming the setting.
 
 Not reproduced: when one child is attached several times, MuJoCo can give a keyframe made by an
 earlier attach values of joints a later attach brings (mujoco 4.0.0: a child's free joint, absent
@@ -61,6 +62,8 @@ _COMPILER_DEFAULTS = {
   'fusestatic': 'false',
   'coordinate': 'local',
 }
+# settings the compiler applies per element, by the element's file
+_PER_MODEL = ('angle', 'eulerseq', 'autolimits')
 
 
 def expand(root: Element, directory: str, read: Callable[[str], bytes]) -> Element:
@@ -68,6 +71,14 @@ def expand(root: Element, directory: str, read: Callable[[str], bytes]) -> Eleme
   if not _has(root, 'attach') and not any(a.find('model') for a in root.find('asset')):
     return root
   return _Expansion(root, directory, read).run()
+
+
+def _files(e: Element) -> set[str]:
+  """The files the elements of a tree were read from."""
+  out = {e.file}
+  for c in e.children:
+    out |= _files(c)
+  return out
 
 
 def _has(e: Element, tag: str) -> bool:
@@ -117,7 +128,8 @@ class _Expansion:
     self.assets: list[Element] = []
     self.lists: dict[str, list[Element]] = {}
     self.keys: list[Element] = []
-    self.copied: set[tuple[int, str]] = set()
+    self.copied: set[tuple] = set()
+    self.compilers: dict[str, dict] = {}
 
   # ---------------------------------------------------------------- models
 
@@ -148,14 +160,29 @@ class _Expansion:
         self.models[name] = _Child(m, sub, subdir)
 
   def check_compiler(self, a: Element, child: _Child) -> None:
+    """Registers the child's angle unit, Euler sequence and autolimits for its elements (the
+    compiler reads them per element file); refuses other differing compiler settings."""
     ours, theirs = _compiler(self.root), _compiler(child.root)
     for k in sorted(_COMPILER_DEFAULTS):
+      if k in _PER_MODEL:
+        continue
       if ours[k].split() != theirs[k].split():
         raise a.error(
           f'the attached model sets <compiler {k}="{theirs[k]}"> and this model '
-          f'"{ours[k]}": jaxsim compiles attached elements with this model\'s compiler settings',
+          f'"{ours[k]}": jaxsim compiles attached elements with this model\'s {k}',
           attribute='model',
         )
+    settings = {
+      'angle': 1 if theirs['angle'] == 'degree' else 0,
+      'eulerseq': theirs['eulerseq'],
+      'autolimits': theirs['autolimits'] == 'true',
+    }
+    nested = json.loads(child.root.attrs.get('_compilers', '{}'))
+    for f in _files(child.root):
+      s = nested.get(f, settings)
+      if self.compilers.get(f, s) != s:
+        raise a.error(f'file {f!r} is part of two models with different compiler settings')
+      self.compilers[f] = s
 
   # ---------------------------------------------------------------- tree walk
 
@@ -340,7 +367,13 @@ class _Expansion:
       out.append(Element('asset', {}, self.assets, root.file, root.line))
     if self.keys:
       out.append(Element('keyframe', {}, self.keys, root.file, root.line))
-    return Element(root.tag, dict(root.attrs), out, root.file, root.line)
+    attrs = dict(root.attrs)
+    if self.compilers:
+      # this model's own files keep its settings
+      for f in _files(root):
+        self.compilers.pop(f, None)
+      attrs['_compilers'] = json.dumps(self.compilers)
+    return Element(root.tag, attrs, out, root.file, root.line)
 
   def section(self, tag: str, first: Element) -> Element:
     kids = [e for k in _section_keys(tag) for e in self.lists.get(k, [])]

@@ -101,6 +101,7 @@ class _Compiler:
     self.read = read
     self.file = model_file
     self.defaults = Defaults()
+    self.elem_comp: dict[str, dict] = {}
     self.comp = {
       'autolimits': True,
       'boundmass': 0.0,
@@ -161,8 +162,20 @@ class _Compiler:
 
   # ---------------------------------------------------------------- utilities
 
-  def degree(self) -> bool:
-    return self.comp['angle'] == 1
+  def _comp_of(self, e: Element | None) -> dict:
+    """The compiler settings an element compiles with: its model's (attach.py) or this one's."""
+    if e is not None and e.file in self.elem_comp:
+      return self.elem_comp[e.file]
+    return self.comp
+
+  def degree(self, e: Element | None = None) -> bool:
+    return self._comp_of(e)['angle'] == 1
+
+  def eulerseq(self, e: Element | None = None) -> str:
+    return self._comp_of(e)['eulerseq']
+
+  def autolimits(self, e: Element | None = None) -> bool:
+    return self._comp_of(e)['autolimits']
 
   def register(self, ns: str, elem: Element, index: int, attribute='name'):
     name = elem.attrs.get(attribute, '')
@@ -226,13 +239,16 @@ class _Compiler:
     root = self.root
     if root.tag != 'mujoco':
       raise root.error(f'root element must be <mujoco>, got <{root.tag}>')
-    extra = set(root.attrs) - {'model'}
+    extra = set(root.attrs) - {'model', '_compilers'}
     if extra:
       raise root.error('unknown attribute of <mujoco>', attribute=sorted(extra)[0])
     self.model_name = root.attrs.get('model', 'MuJoCo Model')
     _only(root, _TOP_LEVEL)
     for e in root.find('compiler'):
       self.read_compiler(e)
+    # attached models' elements compile with their own angle, eulerseq and autolimits (attach.py)
+    for f, c in json.loads(root.attrs.get('_compilers', '{}')).items():
+      self.elem_comp[f] = {**self.comp, **c}
     for e in root.find('option'):
       self.read_option(e)
     if self.opt['disableflags'] & (1 << schema.DISABLE_FLAGS.index('nativeccd')):
@@ -718,7 +734,7 @@ class _Compiler:
         sub = attrs.get('childclass', cls)
         if sub not in self.defaults.classes:
           raise child.error(f'unknown default class {sub!r}', attribute='childclass')
-        q = frames.resolve_orientation(attrs, self.degree(), self.comp['eulerseq'], child)
+        q = frames.resolve_orientation(attrs, self.degree(child), self.eulerseq(child), child)
         p, q = frames.frame_accum(fpos, fquat, attrs.get('pos', np.zeros(3)), q)
         self.read_body_children(child, body, sub, p, q)
       elif tag == 'replicate':
@@ -790,13 +806,13 @@ class _Compiler:
       raise elem.error(f'unknown default class {sub!r}', attribute='childclass')
     offset = attrs.get('offset', np.zeros(3))
     euler = attrs.get('euler', np.zeros(3))
-    seq = self.comp['eulerseq']
-    step = frames.resolve_orientation({'euler': euler}, self.degree(), seq, elem)
+    seq = self.eulerseq(elem)
+    step = frames.resolve_orientation({'euler': euler}, self.degree(elem), seq, elem)
     pos, quat = np.zeros(3), np.array([1.0, 0, 0, 0])
     digits = len(str(count))
     for i in range(count):
       # The orientation is recomputed from i*euler rather than accumulated, as MuJoCo does.
-      quat = frames.resolve_orientation({'euler': i * euler}, self.degree(), seq, elem)
+      quat = frames.resolve_orientation({'euler': i * euler}, self.degree(elem), seq, elem)
       suffix = attrs.get('sep', '') + str(i).rjust(digits, '0') + post
       copy_elem = _suffixed(Element('frame', {}, elem.children, elem.file, elem.line), suffix)
       p, q = frames.frame_accum(fpos, fquat, pos, quat)
@@ -808,7 +824,7 @@ class _Compiler:
     sub = attrs.get('childclass', cls)
     if sub not in self.defaults.classes:
       raise elem.error(f'unknown default class {sub!r}', attribute='childclass')
-    q = frames.resolve_orientation(attrs, self.degree(), self.comp['eulerseq'], elem)
+    q = frames.resolve_orientation(attrs, self.degree(elem), self.eulerseq(elem), elem)
     p = attrs.get('pos', np.zeros(3))
     p, q = frames.frame_accum(fpos, fquat, p, q)
     body = {
@@ -888,7 +904,7 @@ class _Compiler:
         raise e.error('both pos and fromto are given', attribute='fromto')
       pos, quat, size = _fromto(e, g['fromto'], typ, size)
     else:
-      quat = frames.resolve_orientation(g, self.degree(), self.comp['eulerseq'], e)
+      quat = frames.resolve_orientation(g, self.degree(e), self.eulerseq(e), e)
     shell = bool(g['shellinertia'])
     mesh = None
     mesh_volume = None
@@ -970,7 +986,6 @@ class _Compiler:
         )
 
   def compile_bodies(self):
-    degree = self.degree()
     lo, hi = self.comp['inertiagrouprange']
     ifg = self.comp['inertiafromgeom']
     nq = nv = 0
@@ -1010,7 +1025,7 @@ class _Compiler:
           if 'diaginertia' not in ia:
             raise ie.error('missing inertia: give diaginertia or fullinertia', 'diaginertia')
           inert = np.array(ia['diaginertia'])
-          iquat = frames.resolve_orientation(ia, degree, self.comp['eulerseq'], ie)
+          iquat = frames.resolve_orientation(ia, self.degree(ie), self.eulerseq(ie), ie)
       if bid > 0 and (ifg == 1 or (ipos is None and ifg == 2)):
         sel = [g for g in b['geoms'] if lo <= g['group'] <= hi and g['mass_c'] > EPS]
         if len(sel) == 1:
@@ -1066,7 +1081,7 @@ class _Compiler:
         typ = j['type']
         if typ == JNT_FREE:
           j['limited'] = 0
-        elif j['limited'] == 2 and not self.comp['autolimits'] and (j['range'] != 0).any():
+        elif j['limited'] == 2 and not self.autolimits(je) and (j['range'] != 0).any():
           raise je.error(
             "joint has 'range' but not 'limited'; set limited or autolimits", attribute='range'
           )
@@ -1079,7 +1094,7 @@ class _Compiler:
             raise je.error('range[0] must be smaller than range[1]', attribute='range')
           if typ == JNT_BALL and rng[0] != 0:
             raise je.error('range[0] must be 0 for a ball joint', attribute='range')
-          if degree and typ in (JNT_HINGE, JNT_BALL):
+          if self.degree(je) and typ in (JNT_HINGE, JNT_BALL):
             rng = rng * math.pi / 180.0
         j['limited_c'] = int(lim)
         sd = j.get('springdamper', np.zeros(2))
@@ -1089,7 +1104,7 @@ class _Compiler:
         afr = np.array(j['actuatorfrcrange'])
         if typ in (JNT_FREE, JNT_BALL):
           afl = 0
-        elif afl == 2 and not self.comp['autolimits'] and (afr != 0).any():
+        elif afl == 2 and not self.autolimits(je) and (afr != 0).any():
           raise je.error(
             "joint has 'actuatorfrcrange' but not 'actuatorfrclimited'",
             attribute='actuatorfrcrange',
@@ -1115,7 +1130,7 @@ class _Compiler:
           pos = j['frame'][0] + frames.quat_rotate(j['frame'][1], pos)
         j['axis_c'], j['pos_c'] = axis, pos
         ref, springref = j['ref'], j['springref']
-        if typ == JNT_HINGE and degree:
+        if typ == JNT_HINGE and self.degree(je):
           ref, springref = ref * math.pi / 180, springref * math.pi / 180
         j['ref_c'], j['springref_c'] = ref, springref
         if has_ball and typ in (JNT_BALL, JNT_HINGE):
@@ -1213,7 +1228,7 @@ class _Compiler:
       pos, quat, size = _fromto(e, s['fromto'], typ, size)
     else:
       pos = np.array(s['pos'], dtype=np.float64)
-      quat = frames.resolve_orientation(s, self.degree(), self.comp['eulerseq'], e)
+      quat = frames.resolve_orientation(s, self.degree(e), self.eulerseq(e), e)
     nsize = {2: 1, 3: 2, 4: 3, 5: 2, 6: 3}[typ]
     for i in range(nsize):
       if size[i] <= 0:
@@ -1226,7 +1241,7 @@ class _Compiler:
     e = obj['elem']
     pos = np.array(obj['pos'], dtype=np.float64)
     quat = (
-      frames.resolve_orientation(obj, self.degree(), self.comp['eulerseq'], e)
+      frames.resolve_orientation(obj, self.degree(e), self.eulerseq(e), e)
       if orient
       else np.array([1.0, 0, 0, 0])
     )
@@ -1504,7 +1519,7 @@ class _Compiler:
       if attrs['armature'] > 0 and geom_wrap:
         raise t.error('geom wrapping not supported by tendon armature', attribute='armature')
       rng = np.array(attrs['range'])
-      if attrs['limited'] == 2 and not self.comp['autolimits'] and (rng != 0).any():
+      if attrs['limited'] == 2 and not self.autolimits(t) and (rng != 0).any():
         raise t.error("tendon has 'range' but not 'limited'", attribute='range')
       lim = attrs['limited'] == 1 or (attrs['limited'] == 2 and rng[0] < rng[1])
       if lim and rng[0] >= rng[1]:
@@ -1639,7 +1654,7 @@ class _Compiler:
       ):
         rng = np.array(attrs[rk], dtype=float)
         flag = attrs[key]
-        if flag == 2 and not self.comp['autolimits'] and (rng != 0).any():
+        if flag == 2 and not self.autolimits(a) and (rng != 0).any():
           raise a.error(f"actuator has '{rk}' but not '{key}'", attribute=rk)
         on = flag == 1 or (flag == 2 and rng[0] < rng[1])
         if (
