@@ -620,6 +620,7 @@ class _Compiler:
 
   def compile_meshes(self, need_hull: set[str]):
     from jaxsim.mjcf import mesh as meshlib
+    from jaxsim.mjcf import mesh_builtin
 
     self.meshes = []
     for i, (elem, attrs) in enumerate(self.assets['mesh']):
@@ -627,9 +628,23 @@ class _Compiler:
       if not name and 'file' in attrs:
         name = _stem(attrs['file'])
       self.register('mesh', Element('mesh', {'name': name or ''}, [], elem.file, elem.line), i)
+      forced_inertia = None
       if 'builtin' in attrs:
-        raise elem.error('builtin meshes are not supported by jaxsim', attribute='builtin')
-      if 'file' in attrs:
+        # mjs_makeMesh: the compiler makes the vertices (and faces) as user vertex data.
+        for other in ('file', 'vertex'):
+          if other in attrs:
+            raise elem.error(
+              f"Schema violation: at most one of 'builtin', '{other}' can be specified", other
+            )
+        if 'params' not in attrs or not len(attrs['params']):
+          raise elem.error('required attribute missing', attribute='params')
+        kind = {v: k for k, v in schema.ENUMS['meshbuiltin'].items()}[attrs['builtin']]
+        vert, face, forced_inertia = mesh_builtin.make(elem, kind, attrs['params'])
+        if face is None and 'face' in attrs:
+          if len(attrs['face']) % 3:
+            raise elem.error('face data must be triples of vertex indices', attribute='face')
+          face = attrs['face'].reshape(-1, 3)
+      elif 'file' in attrs:
         if 'vertex' in attrs:
           raise elem.error('a mesh cannot have both a file and vertex data', attribute='vertex')
         path = self.asset_path('meshdir', attrs['file'])
@@ -654,6 +669,7 @@ class _Compiler:
       if face is not None and len(face) and (face.min() < 0 or face.max() >= len(vert)):
         raise elem.error('face index out of range', attribute='face')
       inertia_mode = {v: k for k, v in schema.ENUMS['meshinertia'].items()}[attrs['inertia']]
+      inertia_mode = forced_inertia or inertia_mode
       try:
         md = meshlib.compile_mesh(
           vert,
@@ -667,7 +683,8 @@ class _Compiler:
           need_hull=name in need_hull,
         )
       except ModelError as err:
-        raise elem.error(err.reason, attribute='file' if 'file' in attrs else 'vertex') from err
+        attr = 'file' if 'file' in attrs else 'params' if 'builtin' in attrs else 'vertex'
+        raise elem.error(err.reason, attribute=attr) from err
       self.meshes.append(md)
     self.compile_hfields()
 

@@ -46,6 +46,23 @@ ENUMS: dict[str, dict[str, int]] = {
   'projection': {'perspective': 0, 'orthographic': 1},
   'lighttype': {'spot': 0, 'directional': 1, 'point': 2, 'image': 3},
   'meshinertia': {'convex': 0, 'exact': 1, 'legacy': 2, 'shell': 3},
+  # mjtMeshBuiltin; jaxsim makes sphere to plate (jaxsim/mjcf/mesh_builtin.py)
+  'meshbuiltin': {
+    'none': 0,
+    'sphere': 1,
+    'hemisphere': 2,
+    'cone': 3,
+    'supersphere': 4,
+    'supertorus': 5,
+    'wedge': 6,
+    'plate': 7,
+    'grid': 8,
+    'box': 9,
+    'cylinder': 10,
+    'ellipsoid': 11,
+    'square': 12,
+    'disc': 13,
+  },
   'fluidshape': {'none': 0, 'ellipsoid': 1},
   'frameobj': {
     'body': 1,
@@ -332,7 +349,7 @@ MESH = {
   'smoothnormal': 'b',
   'maxhullvert': 'i',
   'inertia': 'e:meshinertia',
-  'builtin': 's',
+  'builtin': 'e:meshbuiltin',
   'params': 'f*',
   'material': 's',
 }
