@@ -88,6 +88,9 @@ CAM_FIXED, CAM_TRACK, CAM_TRACKCOM, CAM_TARGETBODY, CAM_TARGETBODYCOM = range(5)
 _NEED_RNE_POST = (S.ACCELEROMETER, S.FORCE, S.TORQUE, S.FRAMELINACC, S.FRAMEANGACC, S.USER)
 _NEED_SUBTREE_VEL = (S.SUBTREELINVEL, S.SUBTREEANGMOM, S.USER)
 _CAM_FIELDS = ('cam_resolution', 'cam_intrinsic', 'cam_sensorsize')
+# collision sensors: computed together (one mj_geomDistance per geom pair), their fromto unclamped
+_COLLISION = (S.GEOMDIST, S.GEOMNORMAL, S.GEOMFROMTO)
+_COLLISION_TAG = {S.GEOMDIST: 'distance', S.GEOMNORMAL: 'normal', S.GEOMFROMTO: 'fromto'}
 
 
 def _ids(m: Model, stage: int) -> np.ndarray:
@@ -106,6 +109,17 @@ def unsupported(m: Model) -> list[str]:
   known = set(_POS) | set(_VEL) | set(_ACC) | {int(S.USER)}
   for t in sorted(set(stype.tolist()) - known):
     out.append(f'{SensorType(t).name.lower()} sensors')
+  coll = np.flatnonzero(np.isin(stype, _COLLISION))
+  if coll.size:
+    from jaxsim.collision import distance
+
+    row, _, g1, g2 = _geom_pairs(m, coll)
+    bad = distance.methods(m, g1, g2) == distance.HFIELD
+    for s in np.unique(coll[row[bad]]):
+      out.append(
+        f'<{_COLLISION_TAG[int(stype[s])]}> sensor {int(s)} between a height field and a geom '
+        '(mj_geomDistance through mjc_ConvexHField)'
+      )
   objtype, reftype = np.asarray(m.sensor_objtype), np.asarray(m.sensor_reftype)
   cam = np.concatenate(
     [
@@ -451,6 +465,57 @@ def _camprojection(m: Model, d: Data, ids: np.ndarray) -> jax.Array:
   return jnp.stack([-fx * p[:, 0] / z + 0.5 * res[:, 0], fy * p[:, 1] / z + 0.5 * res[:, 1]], -1)
 
 
+def _geom_pairs(m: Model, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+  """Static geom pairs of collision sensors: (sensor row, slot within the sensor, geom1, geom2),
+  each sensor's geom1 (or its body's geoms) against geom2 (or its body's), geom1 outermost."""
+  adr, num = np.asarray(m.body_geomadr), np.asarray(m.body_geomnum)
+
+  def side(otype, oid):
+    body = otype == OBJ_BODY
+    b = np.where(body, oid, 0)
+    return np.where(body, adr[b], oid), np.where(body, num[b], 1)
+
+  id1, n1 = side(np.asarray(m.sensor_objtype)[ids], _objid(m, ids))
+  id2, n2 = side(np.asarray(m.sensor_reftype)[ids], np.asarray(m.sensor_refid)[ids])
+  count = n1 * n2
+  row = np.repeat(np.arange(len(ids)), count)
+  slot = np.arange(count.sum()) - np.repeat(np.cumsum(count) - count, count)
+  return row, slot, id1[row] + slot // n2[row], id2[row] + slot % n2[row]
+
+
+def _collision(m: Model, d: Data, ids: np.ndarray) -> jax.Array:
+  """distance, normal and fromto sensors (n, 6), each in its first dim columns.
+
+  Every geom pair of a sensor goes through mj_geomDistance bounded by the sensor's cutoff; the
+  first pair closer than all others and than the cutoff gives the distance (else the cutoff) and
+  the segment (else zero), whose direction, normalized, is the normal (zero stays zero).
+  """
+  from jaxsim.collision import distance
+
+  cutoff = m.sensor_cutoff[ids]
+  stype = np.asarray(m.sensor_type)[ids]
+  row, slot, g1, g2 = _geom_pairs(m, ids)
+  dist = cutoff
+  fromto = jnp.zeros((len(ids), 6), cutoff.dtype)
+  if row.size:
+    pd, pf = distance.geom_distance(m, d, g1, g2, cutoff[row])
+    # each sensor's pairs in a row of a padded table: the first smallest wins, as MuJoCo's loop
+    width = int(slot.max()) + 1
+    table = jnp.full((len(ids), width), jnp.inf, pd.dtype).at[row, slot].set(pd)
+    seg = jnp.zeros((len(ids), width, 6), pf.dtype).at[row, slot].set(pf)
+    k = jnp.argmin(table, axis=1)
+    best = jnp.take_along_axis(table, k[:, None], axis=1)[:, 0]
+    hit = best < cutoff
+    dist = jnp.where(hit, best, cutoff)
+    fromto = jnp.where(hit[:, None], jnp.take_along_axis(seg, k[:, None, None], axis=1)[:, 0], 0.0)
+  vec = fromto[:, 3:] - fromto[:, :3]
+  unit, _ = math.normalize3(vec)
+  normal = jnp.where(jnp.any(vec != 0, axis=-1, keepdims=True), unit, 0.0)
+  pad = lambda x: jnp.pad(x, ((0, 0), (0, 6 - x.shape[1])))  # noqa: E731
+  out = jnp.where((stype == S.GEOMDIST)[:, None], pad(dist[:, None]), fromto)
+  return jnp.where((stype == S.GEOMNORMAL)[:, None], pad(normal), out)
+
+
 def _tendon_actfrc(m: Model, d: Data, ids: np.ndarray) -> jax.Array:
   trn = np.asarray(m.actuator_trntype) == TRN_TENDON
   mask = trn[None, :] & (np.asarray(m.actuator_trnid)[:, 0][None, :] == _objid(m, ids)[:, None])
@@ -491,6 +556,9 @@ _POS: dict[int, _Fn] = {
   # MuJoCo 4 computes e_kinetic at the position stage (qM is known by then)
   S.E_KINETIC: lambda m, d, i: jnp.broadcast_to(passive.energy_vel(m, d), (len(i), 1)),
   S.CLOCK: lambda m, d, i: jnp.broadcast_to(d.time, (len(i), 1)),
+  S.GEOMDIST: _collision,
+  S.GEOMNORMAL: _collision,
+  S.GEOMFROMTO: _collision,
 }
 
 _VEL: dict[int, _Fn] = {
@@ -527,21 +595,30 @@ _ACC: dict[int, _Fn] = {
 
 
 def _cutoff(m: Model, ids: np.ndarray, values: jax.Array) -> jax.Array:
-  """Clamps real data to [-cutoff, cutoff] and positive data to cutoff (apply_cutoff)."""
+  """Clamps real data to [-cutoff, cutoff] and positive data to cutoff (apply_cutoff); fromto
+  sensors, whose cutoff bounds the distance, are not clamped."""
   dtype = np.asarray(m.sensor_datatype)[ids][:, None]
   cutoff = m.sensor_cutoff[ids][:, None]
-  on = cutoff > 0
+  on = (cutoff > 0) & (np.asarray(m.sensor_type)[ids] != S.GEOMFROMTO)[:, None]
   values = jnp.where(on & (dtype == REAL), jnp.clip(values, -cutoff, cutoff), values)
   return jnp.where(on & (dtype == POSITIVE), jnp.minimum(cutoff, values), values)
 
 
 def _compute(m: Model, d: Data, ids: np.ndarray, table: dict[int, _Fn]) -> Data:
-  """Writes the values of the given sensors, type by type, into sensordata."""
+  """Writes the values of the given sensors, type by type, into sensordata.
+
+  Collision sensors of all three types are computed in one call (their rows padded to 6
+  values, each sensor keeping its first dim).
+  """
   stype = np.asarray(m.sensor_type)[ids]
   adr, dim = np.asarray(m.sensor_adr), np.asarray(m.sensor_dim)
+  coll = np.isin(stype, _COLLISION)
+  batches = [ids[(stype == t) & ~coll] for t in np.unique(stype[~coll])]
+  if coll.any():
+    batches.append(ids[coll])
   idx, vals = [], []
-  for t in np.unique(stype):
-    sel = ids[stype == t]
+  for sel in batches:
+    t = np.asarray(m.sensor_type)[sel[0]]
     if t == S.USER:
       # no sensor callback: MuJoCo clears user sensors
       i = np.concatenate([adr[s] + np.arange(dim[s]) for s in sel])
@@ -549,8 +626,10 @@ def _compute(m: Model, d: Data, ids: np.ndarray, table: dict[int, _Fn]) -> Data:
       vals.append(jnp.zeros(len(i), d.sensordata.dtype))
       continue
     v = _cutoff(m, sel, table[int(t)](m, d, sel).astype(d.sensordata.dtype))
-    idx.append((adr[sel][:, None] + np.arange(v.shape[1])).reshape(-1))
-    vals.append(v.reshape(-1))
+    col = np.arange(v.shape[1])
+    own = col[None, :] < dim[sel][:, None]
+    idx.append((adr[sel][:, None] + col)[own])
+    vals.append(v[own])
   sensordata = d.sensordata.at[np.concatenate(idx)].set(jnp.concatenate(vals))
   return d.replace(sensordata=sensordata)
 

@@ -1190,3 +1190,131 @@ def collide_convex_group(
     fast=lambda a: fin(*a, early=True),
   )
   return out, overflow
+
+
+# ------------------------------------------ geom distance ----------------------------------------
+
+
+class _DistGjk(NamedTuple):
+  """mj_geomDistanceCCD's GJK stage: the answer where EPA is not needed, and EPA's start."""
+
+  g: _Gjk  # GJK on the full geoms (margin 0), cut off at distmax
+  need: jax.Array  # bool: EPA decides (the full geoms overlap and the cores, if any, too)
+  dist: jax.Array  # the answer without EPA (mjMAX_LIMIT: beyond distmax, no witness points)
+  x1: jax.Array  # (3,) witness points
+  x2: jax.Array  # (3,)
+  has_x: jax.Array  # bool: witness points computed (status.nx > 0)
+
+
+def _distance_gjk(
+  g1: GeomInfo, g2: GeomInfo, t1, t2, distmax: jax.Array, kmax: int, tol: jax.Array, early=False
+) -> _DistGjk:
+  """mjc_ccd with dist_cutoff = distmax, margin 0 and one contact, up to EPA.
+
+  Spheres and capsules first go to their cores (a point, a segment): where the cores are more
+  than the tolerance apart, their distance less the radii is the answer (beyond distmax: none).
+  Otherwise, and for the other geoms, GJK runs on the full geoms; a separation found beyond
+  distmax ends it with no witness points.
+  """
+  round1, round2 = _isin(t1, (_S, _C)), _isin(t2, (_S, _C))
+  discrete = jnp.asarray(_isin(t1, (_B, _M)) & _isin(t2, (_B, _M)))
+  o1, o2 = _obj(g1, t1, 0.0), _obj(g2, t2, 0.0)
+  if (round1 | round2) is False:
+    g = _gjk(o1, o2, kmax, tol, discrete, True, distmax, early)
+    return _DistGjk(g, _needs_epa(g, tol), g.dist, g.x1, g.x2, g.dist < _max_limit(g.dist))
+  fm1 = jnp.where(round1, g1.size[0], 0.0)
+  fm2 = jnp.where(round2, g2.size[0], 0.0)
+  c1, c2 = _obj(g1, t1, 0.0, shrink=True), _obj(g2, t2, 0.0, shrink=True)
+  gd = _gjk(c1, c2, kmax, tol, discrete, True, distmax + fm1 + fm2, early)
+  g = _gjk(o1, o2, kmax, tol, discrete, True, distmax, early)
+  top = _max_limit(g.dist)
+  n = _normalize3(gd.x2 - gd.x1)
+  cdist = gd.dist - (fm1 + fm2)
+  cdist = jnp.where(cdist > distmax, top, cdist)
+  use = jnp.asarray(round1 | round2) & (gd.dist > tol)
+  return _DistGjk(
+    g,
+    _needs_epa(g, tol) & ~use,
+    jnp.where(use, cdist, g.dist),
+    jnp.where(use, gd.x1 + fm1 * n, g.x1),
+    jnp.where(use, gd.x2 - fm2 * n, g.x2),
+    jnp.where(use, gd.dist < top, g.dist < top),
+  )
+
+
+def _needs_epa(g: _Gjk, tol: jax.Array) -> jax.Array:
+  """mjc_ccd runs EPA where GJK left the origin enclosed (or nearly) by a simplex."""
+  return (g.dist <= tol) & (g.nsimplex > 1) & ~g.separated
+
+
+def _distance_epa(
+  g1: GeomInfo, g2: GeomInfo, t1, t2, kmax: int, tol: jax.Array, g: _Gjk, early=False
+) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
+  """mjc_ccd's EPA stage with margin 0: (dist, x1, x2, has_x).
+
+  A polytope that cannot be built leaves the geoms touching (dist 0) at GJK's witness points;
+  an EPA that fails leaves them touching without witness points.
+  """
+  discrete = jnp.asarray(_isin(t1, (_B, _M)) & _isin(t2, (_B, _M)))
+  o1, o2 = _obj(g1, t1, 0.0), _obj(g2, t2, 0.0)
+  pt, ok = _polytope(o1, o2, g, 5 + kmax, 6 * kmax)
+  pt, face, found = _epa(o1, o2, pt, kmax, tol, discrete, early)
+  x1, x2, dist = _epa_witness(pt, jnp.maximum(face, 0))
+  hit = ok & found
+  x1, x2 = jnp.where(ok, x1, g.x1), jnp.where(ok, x2, g.x2)
+  return jnp.where(hit, dist, 0.0), x1, x2, hit | ~ok
+
+
+def distance_group(
+  g1: GeomInfo,
+  g2: GeomInfo,
+  distmax: jax.Array,
+  *,
+  type1,
+  type2,
+  ccd_iterations: int = 35,
+  ccd_tolerance: jax.Array | float = 1e-6,
+  verts1: Any = None,
+  verts2: Any = None,
+) -> tuple[jax.Array, jax.Array, jax.Array]:
+  """mj_geomDistanceCCD of n geom pairs (g1, g2, distmax batched on axis 0): the smallest signed
+  distance of each pair's bare geoms (n,), clamped to distmax, and its fromto segment (n, 6): the
+  witness points on geom 1 and geom 2, zero where none were computed.
+
+  type1, type2: static geom types, or (n,) traced ones (one program for pairs of any types).
+  verts1, verts2: mesh tables (driver.MeshTable) whose row g.mesh holds each pair's mesh, as in
+  collide_convex_group; None: g.vert is the mesh itself. GJK runs on every pair, EPA only on the
+  pairs whose geoms overlap (broadphase.map_live).
+  """
+  static = isinstance(type1, (int, np.integer)) and isinstance(type2, (int, np.integer))
+  n = distmax.shape[0]
+  t1, t2 = (jnp.zeros(n, jnp.int32),) * 2 if static else (type1, type2)
+  ty = (lambda a, b: (int(type1), int(type2))) if static else (lambda a, b: (a, b))  # noqa: E731
+  tol = jnp.asarray(ccd_tolerance)
+  kmax = int(ccd_iterations)
+
+  def mesh(a: GeomInfo, verts) -> GeomInfo:
+    if verts is None:
+      return a
+    i = a.mesh
+    return a._replace(vert=verts.vert[i], hull_vert=verts.hull_vert[i], hull_id=verts.hull_id[i])
+
+  def gjk(a, b, dm, u1, u2, early=False):
+    return _distance_gjk(mesh(a, verts1), mesh(b, verts2), *ty(u1, u2), dm, kmax, tol, early)
+
+  def epa(a, b, g, u1, u2, early=False):
+    return _distance_epa(mesh(a, verts1), mesh(b, verts2), *ty(u1, u2), kmax, tol, g, early)
+
+  live = jnp.ones(n, bool)
+  st = broadphase.map_live(
+    lambda a: gjk(*a), live, (g1, g2, distmax, t1, t2), fast=lambda a: gjk(*a, early=True)
+  )
+  dist, x1, x2, has_x = broadphase.map_live(
+    lambda a: epa(*a), st.need, (g1, g2, st.g, t1, t2), fast=lambda a: epa(*a, early=True)
+  )
+  need = st.need[:, None]
+  dist = jnp.where(st.need, dist, st.dist)
+  has_x = jnp.where(st.need, has_x, st.has_x)
+  fromto = jnp.concatenate([jnp.where(need, x1, st.x1), jnp.where(need, x2, st.x2)], axis=-1)
+  fromto = jnp.where(has_x[:, None], fromto, 0.0)
+  return jnp.minimum(dist, distmax), fromto

@@ -2045,6 +2045,25 @@ class _Compiler:
       obj('body', 'body')
       r['dim'] = 3
       r['needstage'] = pos if tag == 'subtreecom' else vel
+    elif tag in ('distance', 'normal', 'fromto'):
+      # each side a geom or all geoms of a body (mjSENS_GEOMDIST/GEOMNORMAL/GEOMFROMTO)
+      for k, (gattr, battr) in enumerate((('geom1', 'body1'), ('geom2', 'body2'))):
+        if gattr in a and battr in a:
+          raise e.error(
+            f"Schema violation: at most one of '{gattr}', '{battr}' can be specified", battr
+          )
+        if gattr not in a and battr not in a:
+          raise e.error(f"Schema violation: one of '{gattr}', '{battr}' must be specified", gattr)
+        ns, attr = ('body', battr) if battr in a else ('geom', gattr)
+        oid = self.lookup(ns, e, attr)
+        if ns == 'geom' and self.geoms[oid]['type'] == 1:  # mjGEOM_HFIELD
+          raise e.error('height fields are not supported in geom distance sensors', attr)
+        r['objtype' if k == 0 else 'reftype'] = OBJ[ns]
+        r['objid' if k == 0 else 'refid'] = oid
+      if (r['objtype'], r['objid']) == (r['reftype'], r['refid']):
+        raise e.error('1st body/geom must be different from 2nd body/geom')
+      r['dim'] = {'distance': 1, 'normal': 3, 'fromto': 6}[tag]
+      r['datatype'] = 2 if tag == 'normal' else 0
     elif tag in ('e_potential', 'e_kinetic', 'clock'):
       # mujoco 4.0.0 marks e_kinetic as a position-stage sensor (computed with the energy)
       r['needstage'] = {'e_potential': pos, 'e_kinetic': pos, 'clock': pos}[tag]
