@@ -504,18 +504,30 @@ def _limit(m: Model, d: Data, lay: Layout, r: _Rows) -> None:
     r.set(rows, solref=m.tendon_solref_lim[ids], solimp=m.tendon_solimp_lim[ids])
 
 
-def _contact(m: Model, d: Data, lay: Layout, r: _Rows) -> jax.Array:
-  """Contact rows of every slot (mj_instantiateContact, mj_contactJacobian); slot activity."""
+def _contact(m: Model, d: Data, lay: Layout, r: _Rows) -> tuple[jax.Array, jax.Array]:
+  """Contact rows of every slot (mj_instantiateContact, mj_contactJacobian); slot activity and
+  which active slots hold an adhesive contact in its gap band (tether), both (ncon,).
+
+  A tether is a condim-1 contact in MuJoCo (mj_setContact): its slot's first row is the normal
+  row (a pyramid edge with zero friction), the slot's other rows are inactive.
+  """
   con = d.contact
   slots = np.flatnonzero(lay.contact_nrow > 0)
+  none = jnp.zeros(len(lay.contact_dim), bool)
   if not slots.size:
-    return jnp.zeros(len(lay.contact_dim), bool)
+    return none, none
   # a slot's geoms are Data's: fixed per slot, or whichever pair a capped slot holds
   gb = jnp.asarray(m.geom_bodyid)
   b1, b2 = gb[con.geom1[slots]], gb[con.geom2[slots]]
   pos = con.pos[slots]
-  active = con.active[slots] & (con.dist[slots] < con.includemargin[slots])
+  inside = con.dist[slots] < con.includemargin[slots]
   dims = lay.contact_dim[slots]
+  adhesive = getattr(m, 'flg_adhesion', 0)
+  if adhesive:
+    # adhesive contacts stay in the constraint when separated within the gap band
+    inside = inside | (con.adhesion[slots] != 0)
+  active = con.active[slots] & inside
+  tether = active & (con.dim[slots] < dims) if adhesive else jnp.zeros_like(active)
   frame = con.frame[slots]
   # contact frame rows: normal, tangents, then torsion and rolling (jacdif = jac2 - jac1)
   jt, jr = kinematics.jac_dif_frame(m, d, frame, pos, b1, b2)
@@ -540,6 +552,8 @@ def _contact(m: Model, d: Data, lay: Layout, r: _Rows) -> jax.Array:
     nrow = 2 * (dim - 1) if pyramidal and dim > 1 else dim
     rows = adr[:, None] + np.arange(nrow)
     act = jnp.broadcast_to(active[s, None], rows.shape)
+    if adhesive and dim > 1:
+      act = act & ((np.arange(nrow) == 0) | ~tether[s, None])
     dd, mm = dist[s, None], margin[s, None]
     if dim == 1 or not pyramidal:
       jac = jc(s, 0, dim)
@@ -548,6 +562,8 @@ def _contact(m: Model, d: Data, lay: Layout, r: _Rows) -> jax.Array:
       diag = jnp.where(np.arange(dim) < 3, tran[s, None], rot[s, None])
     else:
       f = fri[s, : dim - 1]  # (n, dim-1)
+      if adhesive:
+        f = jnp.where(tether[s, None], 0.0, f)  # a tether's edge row is the normal row
       edge = f[:, :, None] * jc(s, 1, dim)  # (n, dim-1, nv)
       normal = jc(s, 0, 1)
       jac = jnp.stack([normal + edge, normal - edge], axis=2).reshape(len(s), nrow, -1)
@@ -557,7 +573,7 @@ def _contact(m: Model, d: Data, lay: Layout, r: _Rows) -> jax.Array:
     r.set(rows, diag=diag, imppos=dd, impmargin=mm, active=act)
     r.set(rows, solref=con.solref[slots[s]][:, None], solimp=con.solimp[slots[s]][:, None])
     r.set(rows, solreffriction=con.solreffriction[slots[s]][:, None])
-  return jnp.zeros(len(lay.contact_dim), bool).at[slots].set(active)
+  return none.at[slots].set(active), none.at[slots].set(tether)
 
 
 def adhesion_moment(m: Model, d: Data, body: np.ndarray) -> jax.Array:
@@ -611,13 +627,12 @@ def make_constraint(m: Model, d: Data) -> Data:
         efc_address=jnp.full(ncon, -1, jnp.int32), mu=jnp.zeros(ncon, dtype)
       )
     )
-  _check_supported(m)
   r = _Rows(nefc, m.nv, dtype)
   if lay.ne:
     _equality(m, d, lay, r)
   _friction(m, d, lay, r)
   _limit(m, d, lay, r)
-  con_active = _contact(m, d, lay, r)
+  con_active, tether = _contact(m, d, lay, r)
 
   solref, solreffriction, solimp = _solparams(
     m, r.get('solref'), r.get('solreffriction'), r.get('solimp')
@@ -642,9 +657,10 @@ def make_constraint(m: Model, d: Data) -> Data:
     r0 = R[adr]
     r1 = r0 / jnp.maximum(MINVAL, m.opt.impratio)
     mu_c = friction[:, 0] * jnp.sqrt(r1 / r0)
-    mu = mu.at[fric].set(jnp.where(con_active[fric], mu_c, 0.0))
+    # tethers are frictionless: no cone, R of their one row as a condim-1 contact's
+    mu = mu.at[fric].set(jnp.where(con_active[fric] & ~tether[fric], mu_c, 0.0))
     if m.opt.cone == ConeType.PYRAMIDAL:
-      rpy = 2 * mu_c * mu_c * r0
+      rpy = jnp.where(tether[fric], r0, 2 * mu_c * mu_c * r0)
       for dim in np.unique(dims):
         s = np.flatnonzero(dims == dim)
         rows = adr[s, None] + np.arange(2 * (dim - 1))
@@ -662,6 +678,13 @@ def make_constraint(m: Model, d: Data) -> Data:
 
   act = r.get('active')
   on = lambda x: jnp.where(act, x, 0.0)  # noqa: E731
+  efc_type = jnp.asarray(lay.type, jnp.int32)
+  if getattr(m, 'flg_adhesion', 0) and len(fric):
+    # a tether's row is a frictionless contact row
+    first = lay.contact_efcadr[fric]
+    efc_type = efc_type.at[first].set(
+      jnp.where(tether[fric], CONTACT_FRICTIONLESS, lay.type[first])
+    )
   kbip = jnp.stack([k, b, imp, impp], axis=-1) * act[:, None]
   con = d.contact.replace(
     efc_address=jnp.where(con_active, jnp.asarray(lay.contact_efcadr), -1).astype(jnp.int32),
@@ -676,23 +699,10 @@ def make_constraint(m: Model, d: Data) -> Data:
     efc_R=jnp.where(act, R, 1 / MINVAL),
     efc_KBIP=kbip,
     efc_active=act,
-    efc_type=jnp.asarray(lay.type, jnp.int32),
+    efc_type=efc_type,
     efc_id=jnp.asarray(lay.id, jnp.int32),
     contact=con,
   )
-
-
-def _check_supported(m: Model) -> None:
-  """Refuses MuJoCo 4 contact features jaxsim's rows do not model (adhesion)."""
-  for name in ('geom_adhesion', 'pair_adhesion'):
-    if name not in m.fields():
-      continue
-    try:
-      used = np.any(np.asarray(getattr(m, name)) != 0)
-    except jax.errors.TracerArrayConversionError:
-      used = True
-    if used:
-      raise NotImplementedError(f'{name} (a MuJoCo 4 contact feature) is not supported')
 
 
 def _jac_dot_v(m: Model, d: Data, point: jax.Array, body: np.ndarray):
@@ -797,11 +807,31 @@ def _surface_vel(m: Model, d: Data, lay: Layout) -> jax.Array:
   return jnp.zeros(lay.nefc, val.dtype).at[np.asarray(rows)].add(val * scale)
 
 
+def _adhesion_share(d: Data, lay: Layout) -> jax.Array:
+  """Each contact row's share (nefc,) of its contact's adhesion (mj_adhesionRef).
+
+  The normal row (condim 1, elliptic cones, tethers) takes all of it, the 2 (condim - 1) edges of
+  a pyramid take equal parts.
+  """
+  rows = np.flatnonzero(lay.type >= CONTACT_FRICTIONLESS)
+  slot = lay.id[rows]
+  first = rows == lay.contact_efcadr[slot]
+  edges = np.maximum(2 * (lay.contact_dim[slot] - 1), 1)
+  pyramid = lay.type[rows] == CONTACT_PYRAMIDAL
+  con = d.contact
+  adhesion = con.adhesion[slot]
+  cone = pyramid & (con.dim[slot] > 1)  # tethers are frictionless: their one row takes it all
+  share = jnp.where(cone, adhesion / edges, jnp.where(first, adhesion, 0.0))
+  return jnp.zeros(lay.nefc, adhesion.dtype).at[rows].set(share)
+
+
 def reference(m: Model, d: Data) -> Data:
   """efc_vel = J qvel and the reference acceleration efc_aref (mj_referenceConstraint).
 
-  aref = -B vel - K I (pos - margin), minus Jdot qvel for connect and weld rows (mj_Jdotv);
-  needs com_vel (cvel, cdof_dot) for the latter.
+  aref = -B vel - K I (pos - margin), plus R times the adhesion of adhesive contacts' rows
+  (mj_adhesionRef: with the passive pull qfrc_adhesion this translates the friction cone down the
+  normal by the adhesion), minus Jdot qvel for connect and weld rows (mj_Jdotv); needs com_vel
+  (cvel, cdof_dot) for the latter.
   """
   lay = layout(m)
   if not lay.nefc:
@@ -811,6 +841,8 @@ def reference(m: Model, d: Data) -> Data:
     vel = vel + _surface_vel(m, d, lay)
   kbip = d.efc_KBIP
   aref = -kbip[:, 1] * vel - kbip[:, 0] * kbip[:, 2] * (d.efc_pos - d.efc_margin)
+  if getattr(m, 'flg_adhesion', 0) and len(lay.contact_efcadr):
+    aref = aref + d.efc_R * _adhesion_share(d, lay)
   if lay.ne and m.nv:
     aref = aref - _jdotv(m, d, lay)
   return d.replace(efc_vel=vel, efc_aref=jnp.where(d.efc_active, aref, 0.0))

@@ -174,11 +174,12 @@ def _block_update(k, A, res, old, floss0, fnormal, fric, n):
   return f, change
 
 
-def dual_state(force, ne, nf, floss, active, ell_rows, ell_mu, ell_fric):
+def dual_state(force, ne, nf, floss, active, ell_rows, ell_mu, ell_fric, ell_one=None):
   """efc_state of forces as the dual solvers classify them (dualState), (nefc,) int32.
 
   ell_rows (nell, 6) rows of the elliptic contacts padded with nefc, ell_mu (nell,),
-  ell_fric (nell, 5) zero beyond condim - 1.
+  ell_fric (nell, 5) zero beyond condim - 1; ell_one (nell,) bool: slots that hold one
+  frictionless row (adhesive contacts in their gap band), classified as non-negative rows.
   """
   nefc = force.shape[0]
   idx = np.arange(nefc)
@@ -193,6 +194,8 @@ def dual_state(force, ne, nf, floss, active, ell_rows, ell_mu, ell_fric):
     t = _safe_div(fc[:, 1:], ell_fric)
     tn = jnp.sqrt(jnp.sum(t * t, axis=1))
     zone = jnp.where(ell_mu * n >= tn, SATISFIED, jnp.where(n + ell_mu * tn <= 0, QUADRATIC, CONE))
+    if ell_one is not None:
+      zone = jnp.where(ell_one, jnp.where(fc[:, 0] <= 0, SATISFIED, QUADRATIC), zone)
     zone = jnp.broadcast_to(zone[:, None], ell_rows.shape)
     state = state.at[ell_rows.reshape(-1)].set(zone.reshape(-1), mode='drop')
   return jnp.where(active, state, SATISFIED).astype(jnp.int32)
@@ -272,21 +275,24 @@ def _sweeps(
   zero = jnp.zeros(1, dtype)
   arefp, flossp = jnp.concatenate([aref, zero]), jnp.concatenate([floss, zero])
   activep = jnp.concatenate([active, jnp.zeros(1, bool)])
+  # a pyramid pair needs both its rows (an adhesive tether keeps only its first, frictionless)
+  both = jnp.where(xs[1] == PYRAMID, activep[xs[0][:, 1]], True)
+  xs = xs + (both,)
   if fast:
     # the blocks of active rows, in visiting order
-    live_blk = activep[xs[0][:, 0]]
+    live_blk = activep[xs[0][:, 0]] & both
     order, nlive = jnp.argsort(~live_blk, stable=True), jnp.sum(live_blk)
 
   def block(carry, x):
     f, qacc, imp, running = carry
-    rows, k, nrm, fric, n, isl = x
+    rows, k, nrm, fric, n, isl, pair_on = x
     fp = jnp.concatenate([f, zero])
     Jb, Wb = Jp[rows], Wp[rows]  # (5, nv)
     A = Jb @ Wb.T
     res = Jb @ qacc - arefp[rows]
     old = fp[rows]
     new, change = _block_update(k, A, res, old, flossp[rows[0]], fp[nrm], fric, n)
-    live = activep[rows[0]] & running[isl]
+    live = activep[rows[0]] & pair_on & running[isl]
     new = jnp.where(live, new, old)
     delta = jnp.where(rows < nefc, new - old, 0.0)
     f = f.at[rows].set(new, mode='drop')  # set, not add: forces on a bound stay exactly on it

@@ -384,17 +384,40 @@ def _actgravcomp_mask(m: Model) -> np.ndarray:
   return np.asarray(m.jnt_actgravcomp).astype(bool)[np.asarray(m.dof_jntid)]
 
 
+def adhesion(m: Model, d: Data) -> jax.Array:
+  """qfrc_adhesion (nv,): every adhesive contact pulls its geoms together along its normal with
+  its adhesion force, in its gap band too (mj_adhesion): -adhesion times the normal row of the
+  contact Jacobian, jac(body2) - jac(body1) at the contact point."""
+  con = d.contact
+  zero = jnp.zeros(m.nv, dtype=d.qvel.dtype)
+  flags = m.opt.disableflags
+  if not getattr(m, 'flg_adhesion', 0) or not con.dist.shape[0] or flags & DisableBit.CONTACT:
+    return zero
+  gb = jnp.asarray(m.geom_bodyid)
+  b1, b2 = gb[jnp.maximum(con.geom1, 0)], gb[jnp.maximum(con.geom2, 0)]
+  normal, _ = kinematics.jac_dif_frame(m, d, con.frame[:, :1], con.pos, b1, b2)
+  pull = jnp.where(con.active, -con.adhesion, 0.0)
+  return pull @ normal[:, 0]
+
+
 def passive(m: Model, d: Data) -> Data:
-  """qfrc_spring, qfrc_damper, qfrc_gravcomp, qfrc_fluid and their sum qfrc_passive (mj_passive).
+  """qfrc_spring, qfrc_damper, qfrc_gravcomp, qfrc_fluid, qfrc_adhesion and their sum
+  qfrc_passive (mj_passive).
 
   All (nv,). qfrc_passive leaves out qfrc_gravcomp on joints with actuatorgravcomp, which
-  `gravcomp_actuated` hands to the actuation stage instead.
+  `gravcomp_actuated` hands to the actuation stage instead. Contact adhesion reads the contacts
+  of the position stage.
   """
   zero = jnp.zeros(m.nv, dtype=d.qvel.dtype)
   flags = m.opt.disableflags
   if not m.nv or (flags & DisableBit.SPRING and flags & DisableBit.DAMPER):
     return d.replace(
-      qfrc_spring=zero, qfrc_damper=zero, qfrc_gravcomp=zero, qfrc_fluid=zero, qfrc_passive=zero
+      qfrc_spring=zero,
+      qfrc_damper=zero,
+      qfrc_gravcomp=zero,
+      qfrc_fluid=zero,
+      qfrc_adhesion=zero,
+      qfrc_passive=zero,
     )
   spring = zero if flags & DisableBit.SPRING else _spring(m, d)
   damper = zero if flags & DisableBit.DAMPER else _damper(m, d)
@@ -403,12 +426,15 @@ def passive(m: Model, d: Data) -> Data:
   has_gravcomp = getattr(m, 'ngravcomp', 1) and not flags & DisableBit.GRAVITY
   gravcomp = _gravcomp(m, d) if has_gravcomp else zero
   fluid_frc = fluid(m, d) if has_fluid(m) else zero
-  passive_frc = spring + damper + fluid_frc + jnp.where(_actgravcomp_mask(m), 0.0, gravcomp)
+  adhesion_frc = adhesion(m, d)
+  passive_frc = spring + damper + fluid_frc + adhesion_frc
+  passive_frc = passive_frc + jnp.where(_actgravcomp_mask(m), 0.0, gravcomp)
   return d.replace(
     qfrc_spring=spring,
     qfrc_damper=damper,
     qfrc_gravcomp=gravcomp,
     qfrc_fluid=fluid_frc,
+    qfrc_adhesion=adhesion_frc,
     qfrc_passive=passive_frc,
   )
 

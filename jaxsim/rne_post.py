@@ -35,7 +35,9 @@ def contact_force(m: Model, d: Data) -> jax.Array:
   """Force:torque (ncon, 6) of every contact slot in its contact frame (mj_contactForce).
 
   Pyramidal forces are decoded into normal and frictional components (mju_decodePyramid);
-  slots without constraint rows (inactive, excluded) give zero.
+  slots without constraint rows (inactive, excluded) give zero. The normal force is the net
+  interface force: the solver's minus the contact's adhesion (MuJoCo 4), negative under tension;
+  an adhesive contact in its gap band has its one, frictionless row.
   """
   lay = constraint.layout(m)
   ncon = len(lay.contact_dim)
@@ -55,8 +57,12 @@ def contact_force(m: Model, d: Data) -> jax.Array:
       # normal = sum of the pyramid edges, tangent i = (edge+ - edge-) mu_i
       normal = jnp.sum(f, axis=1, keepdims=True)
       tangent = (f[:, 0::2] - f[:, 1::2]) * d.contact.friction[s, : dim - 1]
+      if getattr(m, 'flg_adhesion', 0):
+        tangent = jnp.where(d.contact.dim[s, None] > 1, tangent, 0.0)
       f = jnp.concatenate([normal, tangent], axis=1)
     out = out.at[s, :dim].set(f)
+  if getattr(m, 'flg_adhesion', 0):
+    out = out.at[:, 0].add(-d.contact.adhesion)
   on = d.contact.efc_address >= 0
   return jnp.where(on[:, None], out, 0.0)
 

@@ -95,6 +95,7 @@ class _Problem(NamedTuple):
   active: jax.Array  # (nefc,) bool
   mu: jax.Array  # (nell,)
   fric: jax.Array  # (nell, 5), zero beyond condim - 1
+  one: jax.Array  # (nell,) bool: the slot holds one frictionless row now (an adhesive tether)
   M: jax.Array  # (nv, nv)
   qfrc_smooth: jax.Array  # (nv,)
   qacc_smooth: jax.Array  # (nv,)
@@ -780,7 +781,7 @@ def _pgs(cfg: _Config, r: _Rows, blk: pgs.Blocks, p: _Problem, x: _PGSPath):
   )
   qacc = p.qacc_smooth + jax.scipy.linalg.cho_solve((x.qLD, True), p.J.T @ force)
   state = noslip.dual_state(
-    force, int(r.eq.sum()), int(r.fri.sum()), p.floss, p.active, r.rows, p.mu, p.fric
+    force, int(r.eq.sum()), int(r.fri.sum()), p.floss, p.active, r.rows, p.mu, p.fric, p.one
   )
   return qacc, force, state, niter
 
@@ -791,8 +792,14 @@ def problem(d: Data, r: _Rows) -> _Problem:
   con = d.contact
   if len(r.con):
     mu, fric = con.mu[r.con], con.friction[r.con, :5] * r.tmask
+    # an adhesive contact in its gap band is a condim-1 contact in a slot with cone rows: its
+    # tangent rows are inactive (zero jar), and a cone of zero tangents with a positive mu is a
+    # one-sided row on its normal, so the primal solver sees it with mu 1
+    one = con.dim[r.con] == 1 if 'dim' in con.fields() else jnp.zeros(len(r.con), bool)
+    mu = jnp.where(one, 1.0, mu)
   else:
     mu, fric = jnp.zeros(0, dtype), jnp.zeros((0, 5), dtype)
+    one = jnp.zeros(0, bool)
   return _Problem(
     J=d.efc_J,
     D=jnp.where(d.efc_active, d.efc_D, 0.0),
@@ -802,6 +809,7 @@ def problem(d: Data, r: _Rows) -> _Problem:
     active=d.efc_active,
     mu=mu,
     fric=fric,
+    one=one,
     M=d.qM,
     qfrc_smooth=d.qfrc_smooth,
     qacc_smooth=d.qacc_smooth,
@@ -892,7 +900,7 @@ def solve(m: Model, d: Data, layout: Any = None) -> Data:
     # the dual solvers' finish (mj_dualFinish): qacc from the forces, states from the forces
     qacc = p.qacc_smooth + jax.scipy.linalg.cho_solve((d.qLD, True), p.J.T @ force)
     state = noslip.dual_state(
-      force, int(layout.ne), int(layout.nf), p.floss, p.active, r.rows, p.mu, p.fric
+      force, int(layout.ne), int(layout.nf), p.floss, p.active, r.rows, p.mu, p.fric, p.one
     )
     niter = niter + extra
   return d.replace(

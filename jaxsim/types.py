@@ -303,7 +303,9 @@ class Contact(_Struct):
 
   Fields: dist (ncon,), pos (ncon, 3), frame (ncon, 3, 3), includemargin (ncon,),
   friction (ncon, 5), solref (ncon, 2), solreffriction (ncon, 2), solimp (ncon, 5),
-  dim (ncon,), geom1 (ncon,), geom2 (ncon,), geom (ncon, 2), efc_address (ncon,), active (ncon,).
+  adhesion (ncon,), dim (ncon,), geom1 (ncon,), geom2 (ncon,), geom (ncon, 2), efc_address (ncon,),
+  active (ncon,). dim is MuJoCo's: 1 for an adhesive contact in its gap band (where the slot's
+  constraint rows, sized for the pair's condim, hold one frictionless row).
   """
 
 
@@ -427,6 +429,9 @@ def make_model(compiled: Mapping[str, Any]) -> Model:
   # likewise surface velocities (MuJoCo 4's flg_surfacevel): contact rows read them only if any
   surfacevel = np.asarray(compiled.get('geom_surfacevel', np.zeros((0, 6))))
   compiled['nsurfacevel'] = int(np.count_nonzero(np.any(surfacevel != 0, axis=-1)))
+  # and contact adhesion (MuJoCo 4's flg_adhesion): passive pull and aref bias only if any
+  adhesion = [np.asarray(compiled.get(k, ())) for k in ('geom_adhesion', 'pair_adhesion')]
+  compiled['flg_adhesion'] = int(any(np.any(a != 0) for a in adhesion))
   for k, v in compiled.items():
     if k == 'opt':
       fields[k] = make_option(v, dtype)
@@ -462,6 +467,7 @@ def make_contact(ncon: int, dtype) -> Contact:
     'solref': z(ncon, 2),
     'solreffriction': z(ncon, 2),
     'solimp': z(ncon, 5),
+    'adhesion': z(ncon),
     'dim': jnp.zeros(ncon, dtype=jnp.int32),
     'geom1': i(ncon),
     'geom2': i(ncon),
@@ -541,6 +547,7 @@ def make_data(m: Model, ncon: int | None = None, nefc: int | None = None) -> Dat
     'qfrc_damper': z(nv),
     'qfrc_gravcomp': z(nv),
     'qfrc_fluid': z(nv),
+    'qfrc_adhesion': z(nv),
     'qfrc_actuator': z(nv),
     'qfrc_smooth': z(nv),
     'qacc_smooth': z(nv),

@@ -576,7 +576,11 @@ def _condim(m: Model, g1: np.ndarray, g2: np.ndarray, ipair: np.ndarray) -> np.n
 
 
 def _contact_params(m: Model, g1: np.ndarray, g2: np.ndarray, ipair: np.ndarray) -> dict:
-  """condim (static), friction (n, 5), solref, solreffriction (n, 2), solimp (n, 5)."""
+  """condim (static), friction (n, 5), solref, solreffriction (n, 2), solimp (n, 5), adhesion (n,).
+
+  adhesion (MuJoCo 4): the sum of the geoms', the higher-priority geom's where priorities differ;
+  an explicit pair's own (which does not default to the geoms').
+  """
   pr1, pr2 = np.asarray(m.geom_priority)[g1], np.asarray(m.geom_priority)[g2]
   condim = _condim(m, g1, g2, ipair)
   s1, s2 = m.geom_solmix[g1], m.geom_solmix[g2]
@@ -596,6 +600,12 @@ def _contact_params(m: Model, g1: np.ndarray, g2: np.ndarray, ipair: np.ndarray)
   solref = jnp.where(hi1, ref1, jnp.where(hi2, ref2, solref))
   solimp = jnp.where(hi1, m.geom_solimp[g1], jnp.where(hi2, m.geom_solimp[g2], solimp))
   fri = jnp.where(hi1, m.geom_friction[g1], jnp.where(hi2, m.geom_friction[g2], fri))
+  has_adhesion = 'geom_adhesion' in m.fields()
+  if has_adhesion:
+    ad1, ad2 = m.geom_adhesion[g1], m.geom_adhesion[g2]
+    adhesion = jnp.where(hi1[:, 0], ad1, jnp.where(hi2[:, 0], ad2, ad1 + ad2))
+  else:
+    adhesion = jnp.zeros(len(g1), fri.dtype)
   friction = jnp.stack([fri[:, 0], fri[:, 0], fri[:, 1], fri[:, 2], fri[:, 2]], axis=-1)
   solreffriction = jnp.zeros_like(solref)
   explicit = ipair >= 0
@@ -608,6 +618,8 @@ def _contact_params(m: Model, g1: np.ndarray, g2: np.ndarray, ipair: np.ndarray)
     prf = m.pair_solreffriction[ip]
     has_prf = e & jnp.any(prf != 0, axis=-1, keepdims=True)
     solreffriction = jnp.where(has_prf, prf, solreffriction)
+    if has_adhesion:
+      adhesion = jnp.where(explicit, m.pair_adhesion[ip], adhesion)
   if m.opt.enableflags & EnableBit.OVERRIDE:
     friction = jnp.broadcast_to(m.opt.o_friction, friction.shape)
     solref = jnp.broadcast_to(m.opt.o_solref, solref.shape)
@@ -620,12 +632,13 @@ def _contact_params(m: Model, g1: np.ndarray, g2: np.ndarray, ipair: np.ndarray)
     'solref': solref,
     'solreffriction': solreffriction,
     'solimp': solimp,
+    'adhesion': adhesion,
   }
 
 
 # ------------------------------------------------------------------------------ collision
 
-_PAIR_FIELDS = ('includemargin', 'friction', 'solref', 'solreffriction', 'solimp')
+_PAIR_FIELDS = ('includemargin', 'friction', 'solref', 'solreffriction', 'solimp', 'adhesion')
 
 
 def _compact(
@@ -804,6 +817,11 @@ def collision(m: Model, d: Data) -> Data:
       fields[k] = jnp.asarray(pairs_[k][slot_pair], dtype=jnp.int32)
   if warning.shape[0] > WARN_CONTACTFULL:
     warning = warning.at[WARN_CONTACTFULL].add(overflow.astype(warning.dtype))
+  if getattr(m, 'flg_adhesion', 0):
+    # adhesive contacts stay in the constraint in their gap band, without friction (mj_setContact)
+    tether = fields['active'] & (fields['adhesion'] != 0)
+    tether &= fields['dist'] >= fields['includemargin']
+    fields['dim'] = jnp.where(tether, 1, fields['dim']).astype(jnp.int32)
   contact = d.contact.replace(
     geom=jnp.stack([fields['geom1'], fields['geom2']], axis=-1),
     efc_address=jnp.full(b.ncon, -1, jnp.int32),

@@ -1409,6 +1409,7 @@ class _Compiler:
     out['geom_fluidshape'] = np.array([g['fluidshape'] for g in geoms], dtype=int)
     out['geom_fluidcoef'] = _rows([g['fluidcoef'] for g in geoms], 5)
     out['geom_surfacevel'] = _rows([g['surfacevel'] for g in geoms], 6)
+    out['geom_adhesion'] = np.array([g['adhesion'] for g in geoms], dtype=float)
     for g in geoms:
       if g['type'] == 0 and weldid[g['body']] != 0 and not bodies[weldid[g['body']]]['mocap']:
         raise g['elem'].error('planes are only allowed in static bodies', attribute='type')
@@ -1894,6 +1895,7 @@ class _Compiler:
     out['pair_solimp'] = _rows([p['solimp'] for p in pairs], 5)
     out['pair_margin'] = np.array([p['margin'] for p in pairs], dtype=float)
     out['pair_gap'] = np.array([p['gap'] for p in pairs], dtype=float)
+    out['pair_adhesion'] = np.array([p['adhesion'] for p in pairs], dtype=float)
     out['exclude_signature'] = np.array(excludes, dtype=int)
 
   # ---------------------------------------------------------------- sensors
