@@ -25,6 +25,7 @@ import numpy as np
 from jaxsim import check, constraint, dynamics
 from jaxsim.errors import ModelError
 from jaxsim.forward import step1, step2
+from jaxsim.setconst import _FAST_COMPILE
 from jaxsim.types import Data, DisableBit, IntegratorType, Model, make_data
 
 MINVAL = 1e-15  # mjMINVAL
@@ -40,7 +41,6 @@ _DISABLE = (
   | DisableBit.ACTUATION
   | DisableBit.SENSOR
 )
-_FAST_COMPILE = {'xla_backend_optimization_level': 0, 'xla_llvm_disable_expensive_passes': True}
 
 
 def _search_model(m: Model, opt: dict[str, Any]) -> Model:

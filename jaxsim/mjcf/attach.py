@@ -33,6 +33,7 @@ import os
 from collections.abc import Callable
 
 from jaxsim.mjcf.parse import Element, expand_includes, parse_xml
+from jaxsim.mjcf.replicate import _ACTUATOR_REFS, _EQUALITY_REFS
 
 _NAMED = {'body', 'frame', 'joint', 'freejoint', 'geom', 'site', 'camera', 'light'}
 _TREE_KIND = {'body': 'body', 'joint': 'joint', 'freejoint': 'joint', 'geom': 'geom'}
@@ -242,20 +243,19 @@ class _Expansion:
     if kind is None:
       src_cls = 'main'
       content = [c for w in source_root.find('worldbody') for c in w.children]
-      pos_attrs: dict[str, str] = {}
     else:
       found = _find(source_root, kind, a.attrs[kind])
       if found is None:
         where = 'the current model' if child is None else f'model {model!r}'
         raise a.error(f'could not find {kind} {a.attrs[kind]!r} in {where}', attribute=kind)
       src, src_cls = found
-      content, pos_attrs = [src], {}
+      content = [src]
     rename = _Renamer(prefix, child is not None)
     copies = [rename.tree(c) for c in content]
     names = rename.names
     if kind is not None and (child is None) and names.get(kind, set()) & _all_names(self.root):
       raise a.error(f'cannot attach: {kind} {prefix + a.attrs[kind]!r} already exists')
-    frame_attrs = dict(pos_attrs)
+    frame_attrs: dict[str, str] = {}
     if child is not None:
       frame_attrs['childclass'] = prefix + src_cls
       self.copy_defaults(child, prefix)
@@ -482,26 +482,8 @@ def _prefixed_default(e: Element, prefix: str, top: bool) -> Element:
 _REFS = {
   'pair': {'geom1': 'geom', 'geom2': 'geom'},
   'exclude': {'body1': 'body', 'body2': 'body'},
-  'equality': {
-    'body1': 'body',
-    'body2': 'body',
-    'site1': 'site',
-    'site2': 'site',
-    'joint1': 'joint',
-    'joint2': 'joint',
-    'tendon1': 'tendon',
-    'tendon2': 'tendon',
-  },
-  'actuator': {
-    'joint': 'joint',
-    'jointinparent': 'joint',
-    'tendon': 'tendon',
-    'site': 'site',
-    'refsite': 'site',
-    'cranksite': 'site',
-    'slidersite': 'site',
-    'body': 'body',
-  },
+  'equality': _EQUALITY_REFS,
+  'actuator': _ACTUATOR_REFS,
   'sensor': {
     'site': 'site',
     'joint': 'joint',
