@@ -211,6 +211,28 @@ def test_top_level_defaults_merge_into_main():
   assert len(set(np.asarray(m.geom_friction)[:, 0].tolist())) == 2
 
 
+def test_one_springlength_in_a_default_sets_both():
+  """OneTendon reads one springlength value as both ends, in a default class too (the
+  Playground's aero_hand: springlength="0.021336" in its distal_spring class)."""
+  xml = """<mujoco><default><default class="s"><tendon stiffness="40" springlength=".2"/>
+    </default></default><worldbody><body><joint name="a"/><geom size=".1"/></body></worldbody>
+    <tendon><fixed class="s"><joint joint="a" coef="1"/></fixed>
+    <fixed springlength=".1"><joint joint="a" coef="1"/></fixed></tendon></mujoco>"""
+  m, mj = jaxsim.load_string(xml), mujoco.MjModel.from_xml_string(xml)
+  _close('tendon_lengthspring', m.tendon_lengthspring, mj.tendon_lengthspring)
+
+
+def test_fromto_with_zero_pos_is_accepted():
+  """mjCGeom refuses pos with fromto only where pos is not zero (the Playground's ALOHA gives
+  pos="0 0 0" with fromto)."""
+  xml = """<mujoco><worldbody><body><joint/><geom type="capsule" pos="0 0 0" size=".02"
+    fromto="0 0 0 .1 .2 .3"/><site type="box" pos="0 0 0" size=".02" fromto="0 0 0 .3 0 0"/>
+    </body></worldbody></mujoco>"""
+  m, mj = jaxsim.load_string(xml), mujoco.MjModel.from_xml_string(xml)
+  for f in ('geom_pos', 'geom_quat', 'geom_size', 'site_pos', 'site_quat', 'site_size'):
+    _close(f, getattr(m, f), getattr(mj, f))
+
+
 def test_libccd_flag_is_named_unsupported():
   """nativeccd="disable" asks MuJoCo for libccd; jaxsim collides with its native CCD and says so."""
   xml = '<mujoco><option><flag nativeccd="disable"/></option><worldbody/></mujoco>'

@@ -1074,6 +1074,14 @@ CASES = [
     'geom',
     'fromto',
   ),
+  C(
+    'site-fromto-and-pos',
+    model(body='<site type="capsule" size="0.1" pos="0 1 0" fromto="0 0 0 0 0 1"/>'),
+    'both pos and fromto',
+    'fromto=',
+    'site',
+    'fromto',
+  ),
   # -------------------------------------------------------------- geoms and contacts
   C(
     'condim-2',

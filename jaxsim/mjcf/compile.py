@@ -917,7 +917,7 @@ class _Compiler:
     if 'fromto' in g:
       if typ not in (3, 4, 5, 6):
         raise e.error('fromto requires a capsule, cylinder, box or ellipsoid', attribute='fromto')
-      if 'pos' in e.attrs:
+      if np.any(pos != 0):  # mjCGeom: an explicit pos="0 0 0" is allowed
         raise e.error('both pos and fromto are given', attribute='fromto')
       pos, quat, size = _fromto(e, g['fromto'], typ, size)
     else:
@@ -1242,6 +1242,8 @@ class _Compiler:
     if 'fromto' in s:
       if typ not in (3, 4, 5, 6):
         raise e.error('fromto requires a capsule, cylinder, box or ellipsoid', attribute='fromto')
+      if np.any(np.asarray(s['pos']) != 0):
+        raise e.error('both pos and fromto are given', attribute='fromto')
       pos, quat, size = _fromto(e, s['fromto'], typ, size)
     else:
       pos = np.array(s['pos'], dtype=np.float64)
@@ -1572,8 +1574,6 @@ class _Compiler:
     sl = []
     for t in tendons:
       s = np.array(t['springlength'], dtype=float)
-      if 'springlength' in t['elem'].attrs and len(t['elem'].attrs['springlength'].split()) == 1:
-        s[1] = s[0]
       if s[0] > s[1]:
         raise t['elem'].error('springlength[0] must not exceed springlength[1]', 'springlength')
       sl.append(s)

@@ -733,6 +733,10 @@ def convert(elem: Element, attr: str, text: str, typ: str):
   return np.array(values, dtype=np.float64 if kind == 'f' else np.int64)
 
 
+# attributes whose one value stands for both of their two (OneTendon's springlength)
+REPEAT_SHORT = {'springlength'}
+
+
 def read_attrs(
   elem: Element, table: dict[str, str], base: dict | None = None, allow_children=()
 ) -> dict:
@@ -746,6 +750,9 @@ def read_attrs(
     if typ is None:
       raise elem.error(f'unknown attribute of <{elem.tag}>', attribute=attr)
     value = convert(elem, attr, text, typ)
+    if attr in REPEAT_SHORT and len(value) == 1:
+      # a single value sets both entries wherever it is read (a default class included)
+      value = np.repeat(value, 2)
     prev = out.get(attr)
     if (
       isinstance(value, np.ndarray)
