@@ -7,7 +7,8 @@ of one type are computed together with static index arrays; a stage without sens
 at trace time. As in MuJoCo, noise is metadata (mj_forward adds none), user sensors (computed by
 a callback MuJoCo does not have by default) are zero, subtree momenta are computed only for the
 sensors that need them (mj_subtreeVel) and the post-constraint RNE pass (rne_post) only for
-acceleration and force sensors.
+acceleration and force sensors. Contact sensors read Data.contact in mj_collision's order, at the
+stage their data needs (position, velocity or, for forces, acceleration, as mujoco 4 infers it).
 """
 
 from __future__ import annotations
@@ -516,6 +517,235 @@ def _collision(m: Model, d: Data, ids: np.ndarray) -> jax.Array:
   return jnp.where((stype == S.GEOMNORMAL)[:, None], pad(normal), out)
 
 
+# ------------------------------------------------------------------------------ contact sensors
+
+# sizes of the data fields: found force torque dist pos normal tangent linvel angvel
+CONDATA_SIZE = (1, 3, 3, 1, 3, 3, 3, 3, 3)
+CONDATA_START = np.concatenate([[0], np.cumsum(CONDATA_SIZE)])
+REDUCE_NONE, REDUCE_MINDIST, REDUCE_MAXFORCE, REDUCE_NETFORCE = range(4)
+GEOM_SPHERE, GEOM_CAPSULE, GEOM_ELLIPSOID, GEOM_CYLINDER, GEOM_BOX = range(2, 7)  # mjtGeom
+
+
+def _side_match(m: Model, otype: np.ndarray, oid: np.ndarray, body, geom, xp=jnp):
+  """Whether contact sides (body, geom) (n, w) match sensor objects (n, 1) (checkMatch).
+
+  No object and a site (whose volume is tested apart) match any side; a subtree (xbody) matches
+  the bodies below it, the body included. xp is np for static slots, jnp for dynamic ones.
+  """
+  sub = np.asarray(m.tree_subtree)
+  below = xp.asarray(sub)[np.where(otype == OBJ_XBODY, oid, 0), body] > 0
+  anything = (otype == 0) | (otype == OBJ_SITE)
+  out = anything | ((otype == OBJ_GEOM) & (geom == oid)) | ((otype == OBJ_BODY) & (body == oid))
+  return out | ((otype == OBJ_XBODY) & below)
+
+
+def _match(m: Model, ids: np.ndarray, body1, geom1, body2, geom2, xp=jnp):
+  """(match, flip) of contacts (n, w) against contact sensors (matchContact without the site).
+
+  With both criteria a contact matches in order (flip false) or reversed (flip true; in order
+  wins when both hold); with one, the normal points away from the first or towards the second.
+  """
+  t1, i1 = np.asarray(m.sensor_objtype)[ids][:, None], _objid(m, ids)[:, None]
+  t2, i2 = np.asarray(m.sensor_reftype)[ids][:, None], np.asarray(m.sensor_refid)[ids][:, None]
+  m11 = _side_match(m, t1, i1, body1, geom1, xp)
+  m12 = _side_match(m, t1, i1, body2, geom2, xp)
+  m21 = _side_match(m, t2, i2, body1, geom1, xp)
+  m22 = _side_match(m, t2, i2, body2, geom2, xp)
+  regular, reverse = m11 & m22, m12 & m21
+  both = (t1 != 0) & (t2 != 0)
+  match = xp.where(both, regular | reverse, (m11 | m12) & (m21 | m22))
+  one = xp.where(t1 != 0, ~m11, (t2 != 0) & ~m22)
+  flip = xp.where(both, reverse & ~regular, one)
+  return match, flip
+
+
+def _inside_site(m: Model, d: Data, site: np.ndarray, point: jax.Array) -> jax.Array:
+  """Whether points (n, w, 3) lie inside sites (n,) (mju_insideGeom)."""
+  vec = point - d.site_xpos[site][:, None]
+  size = m.site_size[site][:, None]
+  p = jnp.einsum('nji,nwj->nwi', d.site_xmat[site], vec)
+  typ = np.asarray(m.site_type)[site][:, None]
+  sq = lambda x: x * x  # noqa: E731
+  zc = p[..., 2] - jnp.clip(p[..., 2], -size[..., 1], size[..., 1])
+  r2 = sq(p[..., 0]) + sq(p[..., 1])
+  inside = {
+    GEOM_SPHERE: jnp.sum(vec * vec, axis=-1) < sq(size[..., 0]),
+    GEOM_CAPSULE: r2 + sq(zc) < sq(size[..., 0]),
+    GEOM_ELLIPSOID: jnp.sum(sq(p) / sq(size), axis=-1) < 1,
+    GEOM_CYLINDER: (jnp.abs(p[..., 2]) < size[..., 1]) & (r2 < sq(size[..., 0])),
+    GEOM_BOX: jnp.all(jnp.abs(p) < size, axis=-1),
+  }
+  out = jnp.zeros(p.shape[:-1], bool)
+  for t, x in inside.items():
+    out = jnp.where(typ == t, x, out)
+  return out
+
+
+def _contact_candidates(m: Model, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+  """Static (n, w) contact slots each contact sensor may match, and which entries are real.
+
+  Slots tied to geom pairs are matched statically (the site's volume aside); capped slots,
+  whose geoms vary, are all candidates.
+  """
+  g1, g2 = rne_post.contact_slots(m)
+  n = len(ids)
+  if not g1.size:
+    return np.zeros((n, 0), np.int64), np.zeros((n, 0), bool)
+  if (g1 < 0).any():
+    return np.broadcast_to(np.arange(len(g1)), (n, len(g1))), np.ones((n, len(g1)), bool)
+  gb = np.asarray(m.geom_bodyid)
+  possible, _ = _match(m, ids, gb[g1][None], g1[None], gb[g2][None], g2[None], xp=np)
+  count = possible.sum(axis=1)
+  w = int(count.max())
+  rows = np.zeros((n, w), np.int64)
+  valid = np.arange(w)[None, :] < count[:, None]
+  rows[valid] = np.nonzero(possible)[1]
+  return rows, valid
+
+
+def _contact_order(m: Model, d: Data) -> tuple[jax.Array, jax.Array]:
+  """Keys (ncon,), (ncon,) that sort the active contact slots into mj_collision's order.
+
+  Uncapped slots already are in that order. A capped model keeps each condim class's contacts
+  in order but the classes apart: each contact is ranked by its geom pair's first collider slot
+  (driver.slot_order), then by its slot (a pair's contacts are in one class, in order).
+  """
+  ncon = d.contact.dist.shape[0]
+  slot = jnp.arange(ncon)
+  g1, _ = rne_post.contact_slots(m)
+  if (g1 >= 0).all():
+    return slot, jnp.zeros(ncon, slot.dtype)
+  from jaxsim.collision import driver
+
+  grps = driver.groups(m)
+  order = driver.slot_order(m, grps)
+  cat = lambda k: np.concatenate([np.repeat(g[k], g['nslot']) for g in grps])[order]  # noqa: E731
+  ngeom = int(m.ngeom)
+  keys, first = np.unique(cat('geom1').astype(np.int64) * ngeom + cat('geom2'), return_index=True)
+  k = d.contact.geom1.astype(keys.dtype) * ngeom + d.contact.geom2
+  pos = jnp.clip(jnp.searchsorted(jnp.asarray(keys), k), 0, len(keys) - 1)
+  return jnp.asarray(first)[pos], slot
+
+
+def _contact_velocity(m: Model, d: Data, k: jax.Array) -> jax.Array:
+  """Angular:linear velocity (.., 6) of the second geom's body relative to the first's at the
+  contacts' positions, in their contact frames."""
+  gb = jnp.asarray(m.geom_bodyid)
+  point = d.contact.pos[k]
+
+  def vel(body):
+    v = d.cvel[body]
+    com = d.subtree_com[jnp.asarray(m.body_rootid)[body]]
+    return v[..., :3], v[..., 3:] - jnp.cross(point - com, v[..., :3])
+
+  a1, l1 = vel(gb[d.contact.geom1[k]])
+  a2, l2 = vel(gb[d.contact.geom2[k]])
+  frame = d.contact.frame[k]
+  ang = jnp.einsum('...ij,...j->...i', frame, a2 - a1)
+  lin = jnp.einsum('...ij,...j->...i', frame, l2 - l1)
+  return jnp.concatenate([ang, lin], axis=-1)
+
+
+def _contact(m: Model, d: Data, ids: np.ndarray) -> jax.Array:
+  """Contact sensors (n, max dim): their num slots of the requested data fields.
+
+  Contacts are matched (matchContact), flipped where the sensor's first object is the contact's
+  second (normal and tangent negated, the z components of force, torque and velocities too),
+  then reduced as mj_computeSensorAcc: the first num in mj_collision's order, the num smallest
+  distances or largest forces (ties by order), or one net wrench at the force-weighted centroid
+  of all matches in the world frame. found is the number of matches; empty slots are zero.
+  """
+  intprm = np.asarray(m.sensor_intprm)[ids]
+  spec, reduce, num = intprm[:, 0], intprm[:, 1], intprm[:, 2]
+  has = (spec[:, None] >> np.arange(len(CONDATA_SIZE))) & 1 == 1
+  dim = np.asarray(m.sensor_dim)[ids]
+  n, width = len(ids), int(dim.max())
+  dtype = d.qpos.dtype
+  rows, valid = _contact_candidates(m, ids)
+  w = rows.shape[1]
+  nslot = int(min(num.max(), w))
+  con = d.contact
+  need_force = (has[:, 1:3].any() or (reduce >= REDUCE_MAXFORCE).any()) and w
+  frc = rne_post.contact_force(m, d)[rows] if need_force else jnp.zeros((n, w, 6), dtype)
+  gb = jnp.asarray(m.geom_bodyid)
+  geom1, geom2 = con.geom1[rows], con.geom2[rows]
+  match, flip = _match(m, ids, gb[geom1], geom1, gb[geom2], geom2)
+  match &= con.active[rows] & valid
+  site = np.asarray(m.sensor_objtype)[ids] == OBJ_SITE
+  if site.any() and w:
+    inside = _inside_site(m, d, np.where(site, _objid(m, ids), 0), con.pos[rows])
+    match &= inside | ~site[:, None]
+  nmatch = jnp.sum(match, axis=1).astype(dtype)
+  pos, frame = con.pos[rows], con.frame[rows]
+
+  # every field of every candidate: found force torque dist pos normal tangent linvel angvel
+  sign = jnp.where(flip, -1.0, 1.0)[..., None]
+  zflip = jnp.concatenate([jnp.ones_like(sign), jnp.ones_like(sign), sign], axis=-1)
+  parts = [jnp.broadcast_to(nmatch[:, None, None], (n, w, 1)), frc[..., :3] * zflip]
+  parts += [frc[..., 3:] * zflip, con.dist[rows][..., None], pos]
+  parts += [frame[..., 0, :] * sign, frame[..., 1, :] * sign]
+  if has[:, 7:].any() and w:
+    vel = _contact_velocity(m, d, rows)
+    parts += [vel[..., 3:] * zflip, vel[..., :3] * zflip]
+  else:
+    parts += [jnp.zeros((n, w, 6), dtype)]
+  fields = jnp.concatenate(parts, axis=-1)
+
+  # the first nslot matches by (criterion, mj_collision order)
+  first, second = _contact_order(m, d)
+  crit = jnp.where(
+    (reduce == REDUCE_MINDIST)[:, None],
+    con.dist[rows],
+    jnp.where((reduce == REDUCE_MAXFORCE)[:, None], -jnp.sum(frc[..., :3] ** 2, axis=-1), 0.0),
+  )
+  keys = (second[rows], first[rows], crit, (~match).astype(jnp.int32))
+  pick = jnp.lexsort(keys, axis=-1)[:, :nslot]
+  slots = jnp.take_along_axis(fields, pick[..., None], axis=1)
+  net = reduce == REDUCE_NETFORCE
+  filled = jnp.arange(nslot)[None, :] < jnp.minimum(nmatch, jnp.asarray(num))[:, None]
+  slots = jnp.where((filled & ~net[:, None])[..., None], slots, 0.0)
+  if net.any() and nslot:
+    # one synthetic contact in the first slot, zero without matches
+    netforce = _netforce(frc, pos, frame, match, flip, nmatch)
+    on = (net & (nmatch > 0))[:, None, None]
+    slots = slots.at[:, :1].set(jnp.where(on, netforce, slots[:, :1]))
+
+  # each sensor's columns: slot j's requested fields, in order (static gathers)
+  row, slot, field = [], [], []
+  for r in range(n):
+    f = np.flatnonzero(has[r])
+    own = np.concatenate([CONDATA_START[i] + np.arange(CONDATA_SIZE[i]) for i in f])
+    row.append(np.full(dim[r], r))
+    slot.append(np.repeat(np.arange(num[r]), len(own)))
+    field.append(np.tile(own, num[r]))
+  row, slot, field = np.concatenate(row), np.concatenate(slot), np.concatenate(field)
+  col = np.concatenate([np.arange(dim[r]) for r in range(n)])
+  keep = slot < slots.shape[1]  # slots past every candidate stay zero
+  out = jnp.zeros((n, width), dtype)
+  return out.at[row[keep], col[keep]].set(slots[row[keep], slot[keep], field[keep]])
+
+
+def _netforce(frc, pos, frame, match, flip, nmatch) -> jax.Array:
+  """Net wrench of the matched contacts (n, 1, 23) at their force-weighted centroid, world frame.
+
+  Flipped contacts' wrenches are negated; the frame is the world's (normal x, tangent y).
+  """
+  wrench = jnp.where(match[..., None], frc * jnp.where(flip, -1.0, 1.0)[..., None], 0.0)
+  weight = jnp.linalg.norm(wrench[..., :3], axis=-1)
+  total = jnp.sum(weight, axis=1)
+  scale = 1.0 / jnp.maximum(total, math.MINVAL)
+  point = jnp.sum(pos * weight[..., None], axis=1) * scale[:, None]
+  force = jnp.einsum('nwji,nwj->nwi', frame, wrench[..., :3])
+  torque = jnp.einsum('nwji,nwj->nwi', frame, wrench[..., 3:])
+  torque = torque + jnp.cross(pos - point[:, None], force)
+  n = frc.shape[0]
+  zero = jnp.zeros((n, 1), frc.dtype)
+  x = jnp.broadcast_to(jnp.array([1.0, 0.0, 0.0], frc.dtype), (n, 3))
+  y = jnp.broadcast_to(jnp.array([0.0, 1.0, 0.0], frc.dtype), (n, 3))
+  out = [nmatch[:, None], jnp.sum(force, 1), jnp.sum(torque, 1), zero, point, x, y]
+  return jnp.concatenate(out + [jnp.zeros((n, 6), frc.dtype)], axis=-1)[:, None]
+
+
 def _tendon_actfrc(m: Model, d: Data, ids: np.ndarray) -> jax.Array:
   trn = np.asarray(m.actuator_trntype) == TRN_TENDON
   mask = trn[None, :] & (np.asarray(m.actuator_trnid)[:, 0][None, :] == _objid(m, ids)[:, None])
@@ -559,6 +789,7 @@ _POS: dict[int, _Fn] = {
   S.GEOMDIST: _collision,
   S.GEOMNORMAL: _collision,
   S.GEOMFROMTO: _collision,
+  S.CONTACT: _contact,
 }
 
 _VEL: dict[int, _Fn] = {
@@ -577,6 +808,7 @@ _VEL: dict[int, _Fn] = {
   S.SUBTREELINVEL: lambda m, d, i: d.subtree_linvel[_objid(m, i)],
   S.SUBTREEANGMOM: lambda m, d, i: d.subtree_angmom[_objid(m, i)],
   S.E_KINETIC: lambda m, d, i: jnp.broadcast_to(passive.energy_vel(m, d), (len(i), 1)),
+  S.CONTACT: _contact,
 }
 
 _ACC: dict[int, _Fn] = {
@@ -591,15 +823,16 @@ _ACC: dict[int, _Fn] = {
   S.TENDONLIMITFRC: lambda m, d, i: _limit_value(m, d, i, constraint.LIMIT_TENDON, d.efc_force),
   S.FRAMELINACC: _frame_acc,
   S.FRAMEANGACC: _frame_acc,
+  S.CONTACT: _contact,
 }
 
 
 def _cutoff(m: Model, ids: np.ndarray, values: jax.Array) -> jax.Array:
   """Clamps real data to [-cutoff, cutoff] and positive data to cutoff (apply_cutoff); fromto
-  sensors, whose cutoff bounds the distance, are not clamped."""
+  sensors, whose cutoff bounds the distance, and contact sensors, which ignore it, are not."""
   dtype = np.asarray(m.sensor_datatype)[ids][:, None]
   cutoff = m.sensor_cutoff[ids][:, None]
-  on = (cutoff > 0) & (np.asarray(m.sensor_type)[ids] != S.GEOMFROMTO)[:, None]
+  on = (cutoff > 0) & ~np.isin(np.asarray(m.sensor_type)[ids], (S.GEOMFROMTO, S.CONTACT))[:, None]
   values = jnp.where(on & (dtype == REAL), jnp.clip(values, -cutoff, cutoff), values)
   return jnp.where(on & (dtype == POSITIVE), jnp.minimum(cutoff, values), values)
 

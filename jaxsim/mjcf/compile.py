@@ -42,6 +42,13 @@ LENGTHRANGE_DEFAULTS = {
   'tolrange': 0.05,
 }
 
+# contact sensors: matching attributes of each side, data fields (mjtConDataField) with their
+# sizes, reductions
+CONTACT_SIDE1 = ('geom1', 'body1', 'subtree1', 'site')
+CONTACT_SIDE2 = ('geom2', 'body2', 'subtree2')
+CONDATA = ('found', 'force', 'torque', 'dist', 'pos', 'normal', 'tangent', 'linvel', 'angvel')
+CONDATA_SIZE = (1, 3, 3, 1, 3, 3, 3, 3, 3)
+CONTACT_REDUCE = ('none', 'mindist', 'maxforce', 'netforce')
 OBJ = {'body': 1, 'xbody': 2, 'joint': 3, 'dof': 4, 'geom': 5, 'site': 6, 'camera': 7}
 OBJ.update({'mesh': 10, 'hfield': 12, 'equality': 17, 'tendon': 18, 'actuator': 19, 'sensor': 20})
 TRN_JOINT, TRN_JOINTINPARENT, TRN_SLIDERCRANK, TRN_TENDON, TRN_SITE, TRN_BODY = range(6)
@@ -1925,6 +1932,7 @@ class _Compiler:
     out['sensor_refid'] = np.array([r['refid'] for r in rows], dtype=int)
     out['sensor_dim'] = dims
     out['sensor_adr'] = _adr(dims)
+    out['sensor_intprm'] = np.array([r['intprm'] for r in rows], dtype=int).reshape(-1, 3)
     out['sensor_cutoff'] = np.array([r['cutoff'] for r in rows], dtype=float)
     out['sensor_noise'] = np.array([r['noise'] for r in rows], dtype=float)
 
@@ -1933,6 +1941,7 @@ class _Compiler:
     typ = schema.SENSOR_TYPES[tag][0]
     r = {'type': typ, 'datatype': 0, 'needstage': 1, 'objtype': 0, 'objid': -1, 'reftype': 0}
     r.update(refid=-1, cutoff=a.get('cutoff', 0.0), noise=a.get('noise', 0.0), dim=1)
+    r['intprm'] = (0, 0, 0)
     if r['cutoff'] < 0:
       raise e.error('cutoff cannot be negative', attribute='cutoff')
 
@@ -1967,6 +1976,7 @@ class _Compiler:
       obj('site', 'site')
       if a.get('data', 'dist') != 'dist':
         raise e.error('only data="dist" rangefinders are supported by jaxsim', attribute='data')
+      r['intprm'] = (1, 0, 0)  # 1 << mjRAYDATA_DIST
     elif tag == 'camprojection':
       obj('site', 'site')
       need('camera')
@@ -2066,6 +2076,8 @@ class _Compiler:
         raise e.error('1st body/geom must be different from 2nd body/geom')
       r['dim'] = {'distance': 1, 'normal': 3, 'fromto': 6}[tag]
       r['datatype'] = 2 if tag == 'normal' else 0
+    elif tag == 'contact':
+      self._contact_sensor(e, a, r)
     elif tag in ('e_potential', 'e_kinetic', 'clock'):
       # mujoco 4.0.0 marks e_kinetic as a position-stage sensor (computed with the energy)
       r['needstage'] = {'e_potential': pos, 'e_kinetic': pos, 'clock': pos}[tag]
@@ -2082,6 +2094,48 @@ class _Compiler:
     else:
       raise e.error(f'sensor type <{tag}> is not supported by jaxsim')
     return r
+
+  def _contact_sensor(self, e: Element, a: dict, r: dict) -> None:
+    """A <contact> sensor's matching criteria, data fields, reduction and size (mjSENS_CONTACT as
+    mjXReader::Sensor and mjCSensor::Compile read it): intprm is (dataspec, reduce, num)."""
+    for k, sides in enumerate((CONTACT_SIDE1, CONTACT_SIDE2)):
+      given = [attr for attr in sides if attr in a]
+      if len(given) > 1:
+        names = ', '.join(f"'{attr}'" for attr in sides)
+        raise e.error(f'Schema violation: at most one of {names} can be specified', given[1])
+      if given:
+        ns = {'site': 'site', 'geom': 'geom', 'body': 'body', 'subt': 'xbody'}[given[0][:4]]
+        r['objtype' if k == 0 else 'reftype'] = OBJ[ns]
+        r['objid' if k == 0 else 'refid'] = self.lookup(
+          'body' if ns == 'xbody' else ns, e, given[0]
+        )
+    keys = a.get('data', '').split()
+    for key in keys:
+      if key not in CONDATA:
+        raise e.error(f'invalid keyword: {key!r}', attribute='data')
+    if len(set(keys)) < len(keys):
+      dup = next(k for i, k in enumerate(keys) if k in keys[:i])
+      raise e.error(f'duplicate keyword: {dup!r}', attribute='data')
+    fields = [CONDATA.index(key) for key in keys] or [0]
+    if fields != sorted(fields):
+      raise e.error('data attributes must be in order: ' + ', '.join(CONDATA), attribute='data')
+    reduce = a.get('reduce', 'none')
+    if reduce not in CONTACT_REDUCE:
+      raise e.error(f'invalid keyword: {reduce!r}', attribute='reduce')
+    reduce = CONTACT_REDUCE.index(reduce)
+    num = a.get('num', 1)
+    if num <= 0:
+      raise e.error("'num' must be positive in sensor", attribute='num')
+    vel = {CONDATA.index('linvel'), CONDATA.index('angvel')} & set(fields)
+    if reduce == CONTACT_REDUCE.index('netforce') and vel:
+      raise e.error('netforce reduction is incompatible with linvel or angvel', 'reduce')
+    r['intprm'] = (sum(1 << f for f in fields), reduce, num)
+    r['dim'] = num * sum(CONDATA_SIZE[f] for f in fields)
+    if r['dim'] > MAX_ARRAY:
+      raise e.error(f'contact sensor dim is too large (at most {MAX_ARRAY:.0e})', 'num')
+    # the stage its data needs (mujoco 4): forces at acc, velocities at vel, the rest at pos
+    force = {CONDATA.index('force'), CONDATA.index('torque')} & set(fields) or reduce >= 2
+    r['needstage'] = 3 if force else 2 if vel else 1
 
   # ---------------------------------------------------------------- custom, keyframes
 
