@@ -349,6 +349,20 @@ def _frame_axes(m: Model, d: Data, ids: np.ndarray) -> jax.Array:
   return jnp.where((stype == S.FRAMEPOS)[:, None], pos, axis)
 
 
+def _insidesite(m: Model, d: Data, ids: np.ndarray) -> jax.Array:
+  """1 where the object's position lies inside the site's volume, else 0 (mjSENS_INSIDESITE)."""
+  objtype, objid = np.asarray(m.sensor_objtype)[ids], _objid(m, ids)
+  pos, _ = _obj_frame(m, d, objtype, objid)
+  # a massless body carrying mass below it (a flex parent) is found by its subtree's centre
+  body = (objtype == OBJ_BODY) & (objid > 0)
+  if body.any():
+    mass, sub = m.body_mass[objid], m.body_subtreemass[objid]
+    use_com = body & (mass < math.MINVAL) & (sub >= math.MINVAL)
+    pos = jnp.where(use_com[:, None], d.subtree_com[objid], pos)
+  inside = _inside_site(m, d, np.asarray(m.sensor_refid)[ids], pos[:, None])[:, 0]
+  return inside.astype(pos.dtype)[:, None]
+
+
 def _frame_quat(m: Model, d: Data, ids: np.ndarray) -> jax.Array:
   objtype, objid = np.asarray(m.sensor_objtype)[ids], _objid(m, ids)
   reftype, refid = np.asarray(m.sensor_reftype)[ids], np.asarray(m.sensor_refid)[ids]
@@ -782,6 +796,7 @@ _POS: dict[int, _Fn] = {
   S.FRAMEZAXIS: _frame_axes,
   S.FRAMEQUAT: _frame_quat,
   S.SUBTREECOM: lambda m, d, i: d.subtree_com[_objid(m, i)],
+  S.INSIDESITE: _insidesite,
   S.E_POTENTIAL: lambda m, d, i: jnp.broadcast_to(passive.energy_pos(m, d), (len(i), 1)),
   # MuJoCo 4 computes e_kinetic at the position stage (qM is known by then)
   S.E_KINETIC: lambda m, d, i: jnp.broadcast_to(passive.energy_vel(m, d), (len(i), 1)),

@@ -1173,6 +1173,22 @@ CASES = [
     'type',
   ),
   C(
+    'insidesite-missing-site',
+    model(top='<sensor><insidesite objtype="geom" objname="g"/></sensor>'),
+    'missing required attribute',
+    '<insidesite',
+    'insidesite',
+    'site',
+  ),
+  C(
+    'insidesite-unknown-object',
+    model(top='<sensor><insidesite site="s" objtype="geom" objname="nope"/></sensor>'),
+    'nope',
+    'objname=',
+    'insidesite',
+    'objname',
+  ),
+  C(
     'pair-missing-geom2',
     model(top='<contact><pair geom1="g"/></contact>'),
     'missing required attribute',

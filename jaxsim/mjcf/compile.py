@@ -2053,6 +2053,17 @@ class _Compiler:
         'framelinacc': acc,
         'frameangacc': acc,
       }.get(tag, pos)
+    elif tag == 'insidesite':
+      need('objtype')
+      need('objname')
+      need('site')
+      ot = a['objtype']
+      ns = {1: 'body', 2: 'body', 5: 'geom', 6: 'site', 7: 'camera'}.get(ot)
+      if ns is None:
+        raise e.error('sensor must be attached to (x)body, geom, site or camera', 'objtype')
+      r['objtype'], r['objid'] = ot, self.lookup(ns, e, 'objname')
+      r['reftype'], r['refid'] = OBJ['site'], self.lookup('site', e, 'site')
+      r['datatype'] = 1  # mjDATATYPE_POSITIVE
     elif tag.startswith('subtree'):
       obj('body', 'body')
       r['dim'] = 3
