@@ -455,12 +455,32 @@ def _touch(m: Model, d: Data, ids: np.ndarray) -> jax.Array:
   return out.at[s].add(jnp.where(on & hit, frc, 0.0))[:, None]
 
 
+# rangefinder data fields (mjtRayDataField: dist dir origin point normal depth) in a row of
+# all of them; each sensor keeps the columns of its fields, in order
+_RAY_COLS = (np.arange(0, 1), np.arange(1, 4), np.arange(4, 7), np.arange(7, 10), None, [10])
+
+
 def _rangefinder(m: Model, d: Data, ids: np.ndarray) -> jax.Array:
-  """Distance along the site's z axis to the nearest geom, -1 if none (mj_ray, static geoms in)."""
+  """Site rangefinders along the site's z axis (mj_ray, static geoms in), with the data fields
+  each asks for (fill_raydata); distance -1 and zero vectors where nothing is hit."""
   site = _objid(m, ids)
   body = jnp.asarray(np.asarray(m.site_bodyid)[site])
+  pnt, vec = d.site_xpos[site], d.site_xmat[site, :, 2]
   fn = lambda p, v, b: ray.ray(m, d, p, v, None, True, b)[0]  # noqa: E731
-  return jax.vmap(fn)(d.site_xpos[site], d.site_xmat[site, :, 2], body)[:, None]
+  dist = jax.vmap(fn)(pnt, vec, body)[:, None]
+  spec = np.asarray(m.sensor_intprm)[ids, 0]
+  if (spec == 1).all():
+    return dist
+  hit = dist >= 0
+  point = jnp.where(hit, pnt + dist * vec, 0.0)
+  row = jnp.concatenate([dist, jnp.where(hit, vec, 0.0), pnt, point, dist], axis=1)
+  cols = [
+    np.concatenate([c for f, c in enumerate(_RAY_COLS) if c is not None and s >> f & 1])
+    for s in spec
+  ]
+  width = max(len(c) for c in cols)
+  cols = np.stack([np.pad(c, (0, width - len(c))) for c in cols])
+  return jnp.take_along_axis(row, cols, axis=1)
 
 
 def _camprojection(m: Model, d: Data, ids: np.ndarray) -> jax.Array:

@@ -46,6 +46,8 @@ LENGTHRANGE_DEFAULTS = {
 # sizes, reductions
 CONTACT_SIDE1 = ('geom1', 'body1', 'subtree1', 'site')
 CONTACT_SIDE2 = ('geom2', 'body2', 'subtree2')
+RAYDATA = ('dist', 'dir', 'origin', 'point', 'normal', 'depth')  # mjtRayDataField
+RAYDATA_SIZE = (1, 3, 3, 3, 3, 1)
 CONDATA = ('found', 'force', 'torque', 'dist', 'pos', 'normal', 'tangent', 'linvel', 'angvel')
 CONDATA_SIZE = (1, 3, 3, 1, 3, 3, 3, 3, 3)
 CONTACT_REDUCE = ('none', 'mindist', 'maxforce', 'netforce')
@@ -1974,9 +1976,20 @@ class _Compiler:
       if 'camera' in a:
         raise e.error('rangefinders on cameras are not supported by jaxsim', attribute='camera')
       obj('site', 'site')
-      if a.get('data', 'dist') != 'dist':
-        raise e.error('only data="dist" rangefinders are supported by jaxsim', attribute='data')
-      r['intprm'] = (1, 0, 0)  # 1 << mjRAYDATA_DIST
+      keys = a.get('data', 'dist').split()
+      for key in keys:
+        if key not in RAYDATA:
+          raise e.error(f'invalid keyword: {key!r}', attribute='data')
+      if len(set(keys)) < len(keys):
+        dup = next(k for i, k in enumerate(keys) if k in keys[:i])
+        raise e.error(f'duplicate keyword: {dup!r}', attribute='data')
+      fields = [RAYDATA.index(key) for key in keys] or [0]
+      if fields != sorted(fields):
+        raise e.error('data attributes must be in order: ' + ', '.join(RAYDATA), attribute='data')
+      if RAYDATA.index('normal') in fields:
+        raise e.error('rangefinder surface normals are not supported by jaxsim', attribute='data')
+      r['intprm'] = (sum(1 << f for f in fields), 0, 0)  # the mjtRayDataField bits
+      r['dim'] = sum(RAYDATA_SIZE[f] for f in fields)
     elif tag == 'camprojection':
       obj('site', 'site')
       need('camera')
