@@ -1173,6 +1173,14 @@ CASES = [
     'type',
   ),
   C(
+    'free-joint-in-child-body',
+    model(body='<body><freejoint/><geom size="0.1"/></body>'),
+    'free joint can only be used on top level',
+    '<freejoint',
+    'freejoint',
+    None,
+  ),
+  C(
     'insidesite-missing-site',
     model(top='<sensor><insidesite objtype="geom" objname="g"/></sensor>'),
     'missing required attribute',

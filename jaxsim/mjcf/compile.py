@@ -1168,7 +1168,7 @@ class _Compiler:
         nv += ndof
         b['dofnum'] += ndof
         if typ == JNT_FREE and b['parent'] != 0:
-          self.note_unsupported('free joint in a child body')
+          raise je.error('free joint can only be used on top level (in a child of the world)')
       if b['dofnum'] > 6:
         raise e.error('a body cannot have more than 6 degrees of freedom')
       if b['mocap'] and (b['joints'] or b['parent'] != 0):
