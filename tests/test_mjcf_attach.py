@@ -187,3 +187,57 @@ def test_bad_attach_raises_model_error(files, attach, attribute):
     jaxsim.load(str(path))
   assert (err.value.element, err.value.attribute) == ('attach', attribute), str(err.value)
   assert err.value.line == xml.splitlines().index('    ' + attach) + 1
+
+
+GLOBAL_CHILD = """<mujoco model="kid"><option timestep="0.003" iterations="70" ls_tolerance="0.02"
+  noslip_iterations="4" {gravity}><flag damper="disable" energy="enable" {flag}/></option>
+  <size nkey="2"/><worldbody><body name="cb"><joint/><geom size=".1"/></body></worldbody>
+</mujoco>"""
+GLOBAL_PARENT = """<mujoco model="top"><compiler {policy}/>
+  <option tolerance="1e-7" timestep="0.005" ls_iterations="30" {parent}/>
+  <asset><model name="c" file="{child}"/></asset><worldbody><body name="pb"><geom size=".2"/>
+  <attach model="c" body="cb" prefix="c/"/></body></worldbody></mujoco>"""
+OPT_FIELDS = ('timestep', 'iterations', 'ls_iterations', 'tolerance', 'ls_tolerance')
+OPT_FIELDS += ('noslip_iterations', 'gravity', 'disableflags', 'enableflags')
+
+
+@pytest.mark.parametrize('policy', ['', 'conflict="warning"', 'conflict="merge"'])
+@pytest.mark.parametrize(
+  'child, parent',
+  [
+    (dict(gravity='', flag=''), ''),
+    (dict(gravity='gravity="0 0 -5"', flag='contact="enable"'), 'iterations="90"'),
+    (dict(gravity='gravity="0 0 -5"', flag=''), 'ls_tolerance="0.005"'),
+  ],
+)
+def test_attached_options_merge_by_the_conflict_policy(files, policy, child, parent):
+  """mjs_attach's attribute merging (mujoco 4): "warning" keeps the parent's options, "merge"
+  adopts what only the child authors, takes the smaller tolerance or timestep, the larger
+  iteration count, the union of flags."""
+  name = f'g_{abs(hash((policy, tuple(child.values()), parent)))}'
+  (files / f'{name}_c.xml').write_text(GLOBAL_CHILD.format(**child))
+  path = files / f'{name}.xml'
+  path.write_text(GLOBAL_PARENT.format(policy=policy, parent=parent, child=f'{name}_c.xml'))
+  mj = mujoco.MjModel.from_xml_path(str(path))
+  m = jaxsim.load(str(path))
+  for f in OPT_FIELDS:
+    np.testing.assert_allclose(np.asarray(getattr(m.opt, f)), getattr(mj.opt, f), rtol=1e-7)
+  if 'merge' in policy:  # the comparison can fail: the child's values arrive
+    assert mj.opt.iterations >= 70 and mj.opt.disableflags and mj.opt.enableflags
+
+
+@pytest.mark.parametrize(
+  'policy, parent',
+  [('conflict="error"', ''), ('conflict="merge"', 'gravity="0 0 -9"')],
+)
+def test_attach_conflicts_are_refused_where_mujoco_refuses(files, policy, parent):
+  """An attribute both models author differently under "error", and differing physical
+  constants under "merge", refuse the attach."""
+  (files / 'gc.xml').write_text(GLOBAL_CHILD.format(gravity='gravity="0 0 -5"', flag=''))
+  path = files / 'g_bad.xml'
+  path.write_text(GLOBAL_PARENT.format(policy=policy, parent=parent, child='gc.xml'))
+  with pytest.raises(ValueError, match='Attach conflict'):
+    mujoco.MjModel.from_xml_path(str(path))
+  with pytest.raises(jaxsim.ModelError, match='Attach conflict') as err:
+    jaxsim.load(str(path))
+  assert (err.value.element, err.value.attribute) == ('attach', 'model')

@@ -32,6 +32,7 @@ import json
 import os
 from collections.abc import Callable
 
+from jaxsim.mjcf import schema
 from jaxsim.mjcf.parse import Element, expand_includes, parse_xml
 from jaxsim.mjcf.replicate import _ACTUATOR_REFS, _EQUALITY_REFS
 
@@ -65,6 +66,16 @@ _COMPILER_DEFAULTS = {
 }
 # settings the compiler applies per element, by the element's file
 _PER_MODEL = ('angle', 'eulerseq', 'autolimits')
+# <compiler conflict="merge">'s strategies for attributes both models author differently
+# (mjs_attach's attribute merging); other fields keep the parent's value
+_MERGE_MIN = {'timestep', 'tolerance', 'ls_tolerance', 'noslip_tolerance', 'ccd_tolerance'}
+_MERGE_MIN |= {'sleep_tolerance'}
+_MERGE_MAX = {'iterations', 'ls_iterations', 'noslip_iterations', 'ccd_iterations'}
+_MERGE_MAX |= {'sdf_iterations', 'sdf_initpoints', 'memory', 'nkey', 'nuserdata'}
+_MERGE_MAX |= {k for k in schema.SIZE if k.startswith('nuser_')}
+_MERGE_ERROR = {'gravity', 'wind', 'magnetic', 'density', 'viscosity', 'integrator', 'cone'}
+_MERGE_ERROR |= {'jacobian', 'solver', 'impratio', 'o_margin', 'o_solref', 'o_solimp'}
+_MERGE_ERROR |= {'o_friction'}
 
 
 def expand(root: Element, directory: str, read: Callable[[str], bytes]) -> Element:
@@ -131,6 +142,9 @@ class _Expansion:
     self.keys: list[Element] = []
     self.copied: set[tuple] = set()
     self.compilers: dict[str, dict] = {}
+    # the authored global attributes, as merged so far: option, its flags, size
+    self.globals = _globals(root)
+    self.globals_changed = False
 
   # ---------------------------------------------------------------- models
 
@@ -185,6 +199,50 @@ class _Expansion:
         raise a.error(f'file {f!r} is part of two models with different compiler settings')
       self.compilers[f] = s
 
+  def merge_globals(self, a: Element, child: _Child, name: str) -> None:
+    """The child's authored <option>, <flag> and <size> attributes against this model's, by
+    this model's <compiler conflict> policy (mjs_attach): "warning" (default) keeps this
+    model's values, "error" refuses attributes both models author differently, "merge" adopts
+    what only the child authors and merges the rest (minimum, maximum, union of flags, or an
+    error for physical constants)."""
+    policy = 'warning'
+    for c in self.root.find('compiler'):
+      policy = c.attrs.get('conflict', policy)
+    if policy not in ('warning', 'merge', 'error'):
+      raise a.error(f'invalid conflict policy {policy!r}')
+    theirs = _globals(child.root)
+    where = f'Attach conflict when attaching {name!r} to {self.root.attrs.get("model", "")!r}'
+    for sec, vals in theirs.items():
+      ours = self.globals[sec]
+      for k, v in vals.items():
+        mine = ours.get(k)
+        if mine is not None and _same(mine, v):
+          continue
+        if policy == 'merge':
+          if mine is None:
+            new = v
+          elif sec == 'flag':
+            on = 'disable' if k in schema.DISABLE_FLAGS else 'enable'
+            new = on if on in (mine, v) else mine
+          elif k in _MERGE_MIN or k in _MERGE_MAX:
+            pick = min if k in _MERGE_MIN else max
+            new = v if pick(float(mine), float(v)) == float(v) else mine
+          elif k in _MERGE_ERROR:
+            raise a.error(
+              f'{where}, policy is merge: {k}: this model has {mine}, the attached one {v}',
+              attribute='model',
+            )
+          else:
+            continue
+          if new != mine:
+            ours[k] = new
+            self.globals_changed = True
+        elif policy == 'error' and mine is not None:
+          raise a.error(
+            f'{where}, policy is error: {k}: this model has {mine}, the attached one {v}',
+            attribute='model',
+          )
+
   # ---------------------------------------------------------------- tree walk
 
   def run(self) -> Element:
@@ -238,6 +296,7 @@ class _Expansion:
         raise a.error(f'could not find model {model!r}', attribute='model')
       child = self.models[model]
       self.check_compiler(a, child)
+      self.merge_globals(a, child, model)
       source_root = child.root
     kind = 'body' if 'body' in a.attrs else 'frame' if 'frame' in a.attrs else None
     if kind is None:
@@ -356,8 +415,15 @@ class _Expansion:
         if sec.tag not in done:
           done.add(sec.tag)
           out.append(self.section(sec.tag, sec))
+      elif sec.tag in ('option', 'size') and self.globals_changed:
+        if sec.tag not in done:  # one element with the merged attributes
+          done.add(sec.tag)
+          out.append(self.global_section(sec.tag, sec))
       else:
         out.append(sec)
+    for tag in ('option', 'size'):
+      if self.globals_changed and tag not in done:
+        out.append(self.global_section(tag, Element(tag, {}, [], root.file, root.line)))
     for tag in ('contact', 'tendon', 'equality', 'actuator', 'sensor'):
       if tag not in done and any(self.lists.get(k) for k in _section_keys(tag)):
         out.append(self.section(tag, Element(tag, {}, [], root.file, root.line)))
@@ -375,6 +441,13 @@ class _Expansion:
       attrs['_compilers'] = json.dumps(self.compilers)
     return Element(root.tag, attrs, out, root.file, root.line)
 
+  def global_section(self, tag: str, first: Element) -> Element:
+    """<option> (with its <flag>) or <size> holding the merged authored attributes."""
+    kids = []
+    if tag == 'option' and self.globals['flag']:
+      kids = [Element('flag', dict(self.globals['flag']), [], first.file, first.line)]
+    return Element(tag, dict(self.globals[tag]), kids, first.file, first.line)
+
   def section(self, tag: str, first: Element) -> Element:
     kids = [e for k in _section_keys(tag) for e in self.lists.get(k, [])]
     if tag == 'contact':
@@ -382,6 +455,26 @@ class _Expansion:
         e for s in self.root.find(tag) for e in s.children if e.tag not in ('pair', 'exclude')
       ]
     return Element(tag, dict(first.attrs), kids, first.file, first.line)
+
+
+def _globals(root: Element) -> dict[str, dict[str, str]]:
+  """A model's authored <option>, <flag> and <size> attributes (later elements win)."""
+  out: dict[str, dict[str, str]] = {'option': {}, 'flag': {}, 'size': {}}
+  for sec in ('option', 'size'):
+    for e in root.find(sec):
+      out[sec].update(e.attrs)
+      for f in e.find('flag') if sec == 'option' else ():
+        out['flag'].update(f.attrs)
+  return out
+
+
+def _same(a: str, b: str) -> bool:
+  """Whether two attribute texts hold the same value (numbers compared as numbers)."""
+  x, y = a.split(), b.split()
+  try:
+    return [float(v) for v in x] == [float(v) for v in y]
+  except ValueError:
+    return x == y
 
 
 def _section_keys(tag: str) -> tuple[str, ...]:
