@@ -1976,16 +1976,7 @@ class _Compiler:
       if 'camera' in a:
         raise e.error('rangefinders on cameras are not supported by jaxsim', attribute='camera')
       obj('site', 'site')
-      keys = a.get('data', 'dist').split()
-      for key in keys:
-        if key not in RAYDATA:
-          raise e.error(f'invalid keyword: {key!r}', attribute='data')
-      if len(set(keys)) < len(keys):
-        dup = next(k for i, k in enumerate(keys) if k in keys[:i])
-        raise e.error(f'duplicate keyword: {dup!r}', attribute='data')
-      fields = [RAYDATA.index(key) for key in keys] or [0]
-      if fields != sorted(fields):
-        raise e.error('data attributes must be in order: ' + ', '.join(RAYDATA), attribute='data')
+      fields = _data_fields(e, a.get('data', 'dist'), RAYDATA)
       if RAYDATA.index('normal') in fields:
         raise e.error('rangefinder surface normals are not supported by jaxsim', attribute='data')
       r['intprm'] = (sum(1 << f for f in fields), 0, 0)  # the mjtRayDataField bits
@@ -2133,16 +2124,7 @@ class _Compiler:
         r['objid' if k == 0 else 'refid'] = self.lookup(
           'body' if ns == 'xbody' else ns, e, given[0]
         )
-    keys = a.get('data', '').split()
-    for key in keys:
-      if key not in CONDATA:
-        raise e.error(f'invalid keyword: {key!r}', attribute='data')
-    if len(set(keys)) < len(keys):
-      dup = next(k for i, k in enumerate(keys) if k in keys[:i])
-      raise e.error(f'duplicate keyword: {dup!r}', attribute='data')
-    fields = [CONDATA.index(key) for key in keys] or [0]
-    if fields != sorted(fields):
-      raise e.error('data attributes must be in order: ' + ', '.join(CONDATA), attribute='data')
+    fields = _data_fields(e, a.get('data', ''), CONDATA)
     reduce = a.get('reduce', 'none')
     if reduce not in CONTACT_REDUCE:
       raise e.error(f'invalid keyword: {reduce!r}', attribute='reduce')
@@ -2377,6 +2359,22 @@ def _sameframe(pos, quat, ipos=None, iquat=None) -> np.ndarray:
   out[nullrot] = 3
   out[nullrot & nullpos] = 1
   return out
+
+
+def _data_fields(e: Element, text: str, names: tuple[str, ...]) -> list[int]:
+  """The indices of a sensor's `data` keywords (rangefinder, contact): known, each once, in the
+  canonical order of `names`; the first field when none is given."""
+  keys = text.split()
+  for key in keys:
+    if key not in names:
+      raise e.error(f'invalid keyword: {key!r}', attribute='data')
+  if len(set(keys)) < len(keys):
+    dup = next(k for i, k in enumerate(keys) if k in keys[:i])
+    raise e.error(f'duplicate keyword: {dup!r}', attribute='data')
+  fields = [names.index(key) for key in keys] or [0]
+  if fields != sorted(fields):
+    raise e.error('data attributes must be in order: ' + ', '.join(names), attribute='data')
+  return fields
 
 
 def _fromto(e: Element, ft: np.ndarray, typ: int, size: np.ndarray):
