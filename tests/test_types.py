@@ -14,7 +14,7 @@ XML = """
       <joint name="j" type="hinge" axis="0 1 0"/>
       <geom type="capsule" size="0.05" fromto="0 0 0 0 0 -0.5" density="500"/>
       <body name="b" pos="0 0 -0.5">
-        <freejoint/>
+        <joint name="k" type="ball"/>
         <geom type="box" size="0.1 0.1 0.1" mass="2"/>
       </body>
     </body>
