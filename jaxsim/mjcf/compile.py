@@ -1956,6 +1956,16 @@ class _Compiler:
       r['objtype'] = OBJ[ns]
       r['objid'] = self.lookup(ns, e, attr)
 
+    def frame_obj(type_attr, name_attr, message):
+      """(mjtObj, id) of a frame object given by type and name ((x)body, geom, site, camera)."""
+      need(type_attr)
+      need(name_attr)
+      ot = a[type_attr]
+      ns = {1: 'body', 2: 'body', 5: 'geom', 6: 'site', 7: 'camera'}.get(ot)
+      if ns is None:
+        raise e.error(message, type_attr)
+      return ot, self.lookup(ns, e, name_attr)
+
     acc = 3
     vel = 2
     pos = 1
@@ -2030,23 +2040,13 @@ class _Compiler:
       obj('actuator', 'actuator')
       r['needstage'] = {'actuatorpos': pos, 'actuatorvel': vel, 'actuatorfrc': acc}[tag]
     elif tag.startswith('frame'):
-      need('objtype')
-      need('objname')
-      ot = a['objtype']
-      ns = {1: 'body', 2: 'body', 5: 'geom', 6: 'site', 7: 'camera'}.get(ot)
-      if ns is None:
-        raise e.error('frame sensors need a body, xbody, geom, site or camera', 'objtype')
-      r['objtype'] = ot
-      r['objid'] = self.lookup(ns, e, 'objname')
+      r['objtype'], r['objid'] = frame_obj(
+        'objtype', 'objname', 'frame sensors need a body, xbody, geom, site or camera'
+      )
       if 'reftype' in a or 'refname' in a:
-        need('reftype')
-        need('refname')
-        rt = a['reftype']
-        rns = {1: 'body', 2: 'body', 5: 'geom', 6: 'site', 7: 'camera'}.get(rt)
-        if rns is None:
-          raise e.error('reftype must be a body, xbody, geom, site or camera', 'reftype')
-        r['reftype'] = rt
-        r['refid'] = self.lookup(rns, e, 'refname')
+        r['reftype'], r['refid'] = frame_obj(
+          'reftype', 'refname', 'reftype must be a body, xbody, geom, site or camera'
+        )
       r['dim'] = 4 if tag == 'framequat' else 3
       r['datatype'] = {'framequat': 3, 'framexaxis': 2, 'frameyaxis': 2, 'framezaxis': 2}.get(
         tag, 0
@@ -2058,14 +2058,11 @@ class _Compiler:
         'frameangacc': acc,
       }.get(tag, pos)
     elif tag == 'insidesite':
-      need('objtype')
-      need('objname')
-      need('site')
-      ot = a['objtype']
-      ns = {1: 'body', 2: 'body', 5: 'geom', 6: 'site', 7: 'camera'}.get(ot)
-      if ns is None:
-        raise e.error('sensor must be attached to (x)body, geom, site or camera', 'objtype')
-      r['objtype'], r['objid'] = ot, self.lookup(ns, e, 'objname')
+      for attr in ('objtype', 'objname', 'site'):  # all required before any lookup
+        need(attr)
+      r['objtype'], r['objid'] = frame_obj(
+        'objtype', 'objname', 'sensor must be attached to (x)body, geom, site or camera'
+      )
       r['reftype'], r['refid'] = OBJ['site'], self.lookup('site', e, 'site')
       r['datatype'] = 1  # mjDATATYPE_POSITIVE
     elif tag.startswith('subtree'):
