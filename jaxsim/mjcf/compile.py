@@ -966,6 +966,9 @@ class _Compiler:
     elif typ not in (1, 7):
       nsize = {2: 1, 3: 2, 4: 3, 5: 2, 6: 3}[typ]
       for i in range(nsize):
+        if np.isnan(size[i]):
+          # a mesh-fitted size from a NaN inertia box (a flat shell mesh), as mjCGeom refuses
+          raise e.error(f'size[{i}] is NaN for a {_GEOM_NAMES[typ]}', attribute='size')
         if size[i] <= 0:
           raise e.error(f'size[{i}] must be positive for a {_GEOM_NAMES[typ]}', attribute='size')
     if g['frame'] is not None:

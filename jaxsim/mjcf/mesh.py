@@ -820,13 +820,10 @@ def compile_mesh(
     or e1 + e2 < e0 * (1.0 - rtol) - atol
   ):
     raise _err(f'eigenvalues of mesh inertia violate A + B >= C: {label}')
-  boxsz = np.array(
-    [
-      0.5 * math.sqrt(6 * (e1 + e2 - e0) / size),
-      0.5 * math.sqrt(6 * (e0 + e2 - e1) / size),
-      0.5 * math.sqrt(6 * (e0 + e1 - e2) / size),
-    ]
-  )
+  # A difference inside the tolerance above can be slightly negative: its side is NaN, as
+  # std::sqrt gives mjCMesh (and a geom that weighs the mesh then carries it).
+  with np.errstate(invalid='ignore'):
+    boxsz = 0.5 * np.sqrt(6 * np.array([e1 + e2 - e0, e0 + e2 - e1, e0 + e1 - e2]) / size)
 
   # Move the CoM to the origin and rotate into the principal frame.
   dvert = dvert - np.asarray(com)
