@@ -2059,3 +2059,38 @@ def test_corrupted_model_raises_only_model_error(index):
     assert e.reason
     if e.line is not None:
       assert 1 <= e.line <= text.count('\n') + 1, str(e)
+
+
+def test_include_of_same_file_twice(tmp_path):
+  """IncludeXML refuses a file name it has included before, anywhere in the model."""
+  import mujoco
+
+  write(tmp_path / 'parts.xml', '<mujoco><worldbody><geom size="1"/></worldbody></mujoco>')
+  xml = model(pre='<include file="parts.xml"/>\n<include file="parts.xml"/>')
+  path = write(tmp_path / 'model.xml', xml)
+  with pytest.raises(ValueError, match='already included'):
+    mujoco.MjModel.from_xml_path(path)
+  with pytest.raises(jaxsim.ModelError, match="'parts.xml' already included") as err:
+    jaxsim.load(path)
+  assert err.value.line == [i for i, ln in enumerate(xml.splitlines(), 1) if '<include' in ln][1]
+  assert (err.value.element, err.value.attribute) == ('include', 'file')
+
+
+@pytest.mark.parametrize('in_top', [True, False])
+def test_nested_include_resolves_against_model_directory_first(tmp_path, in_top):
+  """A file included from a sub-folder's file is looked for next to the model first (MuJoCo's
+  legacy rule), then next to the including file."""
+  import mujoco
+
+  (tmp_path / 'sub').mkdir()
+  part = '<mujoco><worldbody><body name="{}"><geom size=".1"/></body></worldbody></mujoco>'
+  write(tmp_path / 'sub' / 'a.xml', '<mujoco><include file="b.xml"/></mujoco>')
+  write(tmp_path / 'sub' / 'b.xml', part.format('beside_a'))
+  if in_top:
+    write(tmp_path / 'b.xml', part.format('beside_model'))
+  path = write(tmp_path / 'model.xml', '<mujoco><include file="sub/a.xml"/></mujoco>')
+  mm = mujoco.MjModel.from_xml_path(path)
+  m = jaxsim.load(path)
+  names = [mujoco.mj_id2name(mm, mujoco.mjtObj.mjOBJ_BODY, i) for i in range(mm.nbody)]
+  assert names[1] == ('beside_model' if in_top else 'beside_a')
+  assert list(m.names['body']) == names

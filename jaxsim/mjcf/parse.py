@@ -171,13 +171,19 @@ def expand_includes(
   depth: int = 0,
   seen: tuple[str, ...] = (),
   level: int = 1,
+  top: str | None = None,
+  included: set[str] | None = None,
 ) -> Element:
   """Replaces every `<include file=...>` by the children of the included file's root element.
 
-  `read(path)` returns a file's bytes; paths resolve relative to the including file's directory.
+  `read(path)` returns a file's bytes. As IncludeXML, a path resolves against the model's
+  directory `top` first (MuJoCo's legacy rule), then against the including file's `directory`,
+  and a file name already included (`included`, shared by the whole expansion) is refused.
   `level` is the nesting level of `root`: included content must not nest deeper than the parser
   lets one file nest.
   """
+  top = directory if top is None else top
+  included = set() if included is None else included
   if level >= MAX_ELEMENT_DEPTH and root.children:
     raise root.error(
       f'element nesting is too deep: the content of <{root.tag}> (with the files it includes) '
@@ -186,7 +192,7 @@ def expand_includes(
   out = []
   for child in root.children:
     if child.tag != 'include':
-      out.append(expand_includes(child, read, directory, depth, seen, level + 1))
+      out.append(expand_includes(child, read, directory, depth, seen, level + 1, top, included))
       continue
     extra = set(child.attrs) - {'file'}
     if extra:
@@ -195,18 +201,30 @@ def expand_includes(
       raise child.error('<include> cannot have child elements')
     if 'file' not in child.attrs:
       raise child.error('missing required attribute', attribute='file')
-    path = os.path.normpath(os.path.join(directory, child.attrs['file']))
-    if path in seen or depth >= _MAX_INCLUDE_DEPTH:
-      raise child.error(f'recursive include of {path!r}', attribute='file')
-    try:
-      data = read(path)
-    except OSError as e:
+    name = child.attrs['file']
+    paths = dict.fromkeys(os.path.normpath(os.path.join(d, name)) for d in (top, directory))
+    for path in paths:
+      if path in seen or depth >= _MAX_INCLUDE_DEPTH:
+        raise child.error(f'recursive include of {path!r}', attribute='file')
+    if name in included:
+      raise child.error(f'file {name!r} already included', attribute='file')
+    for path in paths:
+      try:
+        data = read(path)
+        break
+      except OSError as e:
+        error = e
+    else:
       raise child.error(
-        f'cannot read included file {path!r}: {e.strerror}', attribute='file'
-      ) from e
+        f'cannot read included file {path!r}: {error.strerror}', attribute='file'
+      ) from error
+    # IncludeXML records the name prefixed by the including file's directory (none at the top)
+    included.add(name if depth == 0 else os.path.join(directory, name))
     sub = parse_xml(data, path)
     # The included file's root is a container (conventionally <mujoco>); its children are spliced.
-    sub = expand_includes(sub, read, os.path.dirname(path), depth + 1, seen + (path,), level)
+    sub = expand_includes(
+      sub, read, os.path.dirname(path), depth + 1, seen + (path,), level, top, included
+    )
     out.extend(sub.children)
   return dataclasses.replace(root, children=out)
 
