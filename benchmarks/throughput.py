@@ -430,17 +430,30 @@ def resolve_model(name: str) -> tuple[str, str]:
   raise SystemExit(f'error: model {name!r} is neither a file, a models/ name nor a dm_control one')
 
 
+def _xla_flags(flags: str, mjx_xla: str) -> str:
+  """XLA_FLAGS for a JAX engine's worker: jaxsim's CPU flags (jaxsim/_xla.py) unless set.
+
+  With mjx_xla 'default', only the scheduler flag is added: the XLA CPU deadlock jaxsim/_xla.py
+  works around hits MJX's batched while loops too (its first call stalls at 0% CPU).
+  """
+  from jaxsim._xla import CPU_FLAGS
+
+  for name, value in CPU_FLAGS.items():
+    if name not in flags and (mjx_xla == 'same' or 'scheduler' in name):
+      flags = f'{flags} --{name}={value}'.strip()
+  return flags
+
+
 def _run_worker(python: str, spec: dict, timeout: float) -> dict:
   """One worker process; its result, or 'no result' after `timeout` seconds."""
   load0 = os.getloadavg()[0]
   t0 = time.perf_counter()
-  cmd = [python, os.path.abspath(__file__), '--worker', json.dumps(spec)]
   env = dict(os.environ)
-  if spec['engine'] == 'mjx' and 'concurrency_optimized_scheduler' not in env.get('XLA_FLAGS', ''):
-    # the XLA CPU deadlock jaxsim/_xla.py works around hits MJX's batched while loops too (its
-    # first call stalls at 0% CPU); both JAX engines run with the same scheduler
-    flag = '--xla_cpu_enable_concurrency_optimized_scheduler=false'
-    env['XLA_FLAGS'] = (env.get('XLA_FLAGS', '') + ' ' + flag).strip()
+  if spec['engine'] in ('jaxsim', 'mjx'):
+    policy = spec.get('mjx_xla', 'same') if spec['engine'] == 'mjx' else 'same'
+    env['XLA_FLAGS'] = _xla_flags(env.get('XLA_FLAGS', ''), policy)
+    spec = {**spec, 'xla_flags': env['XLA_FLAGS']}
+  cmd = [python, os.path.abspath(__file__), '--worker', json.dumps(spec)]
   try:
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
   except subprocess.TimeoutExpired:
@@ -596,6 +609,11 @@ def settings_lines(results: list[dict]) -> list[str]:
     text = ', '.join(f'{k}={v}' for k, v in common.items())
     flag = f' **differ: {differ}**' if differ else ''
     out.append(f'- {label}: {text}; {dtypes}{flag}')
+  xla = {}
+  for r in results:
+    if r.get('xla_flags') is not None:
+      xla.setdefault(r['engine'], r['xla_flags'])
+  out += [f'- {e} XLA_FLAGS: `{f}`' for e, f in xla.items()]
   return out
 
 
@@ -689,6 +707,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
   )
   p.add_argument('--threads', type=int, default=os.cpu_count(), help='C MuJoCo CPU ceiling')
   p.add_argument('--mjx-python', default=_default_mjx_python(), help='Python with mujoco-mjx')
+  p.add_argument(
+    '--mjx-xla',
+    choices=('same', 'default'),
+    default='same',
+    help="MJX's XLA CPU flags: jaxsim's (jaxsim/_xla.py), or XLA's defaults but the scheduler one",
+  )
   p.add_argument('--max-gb', type=float, default=4.0, help='skip runs whose program needs more')
   p.add_argument('--seed', type=int, default=0)
   p.add_argument('--quick', action='store_true', help='smoke test: pendulum, batch 1 and 8')
@@ -734,6 +758,7 @@ def main(argv: list[str] | None = None, prog: str = 'python benchmarks/throughpu
     'ctrl_pool': 4,
     'threads': args.threads,
     'max_bytes': int(args.max_gb * 2**30),
+    'mjx_xla': args.mjx_xla,
   }
   print(
     f'jaxsim bench {started:%Y-%m-%d %H:%M %Z} on {platform.node()}: '
