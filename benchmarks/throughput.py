@@ -430,6 +430,13 @@ def resolve_model(name: str) -> tuple[str, str]:
   raise SystemExit(f'error: model {name!r} is neither a file, a models/ name nor a dm_control one')
 
 
+def _user_xla_flags() -> str:
+  """XLA_FLAGS as set before jaxsim's import added its own (which MJX may not get)."""
+  from jaxsim._xla import USER_FLAGS
+
+  return USER_FLAGS
+
+
 def _xla_flags(flags: str, mjx_xla: str) -> str:
   """XLA_FLAGS for a JAX engine's worker: jaxsim's CPU flags (jaxsim/_xla.py) unless set.
 
@@ -451,7 +458,7 @@ def _run_worker(python: str, spec: dict, timeout: float) -> dict:
   env = dict(os.environ)
   if spec['engine'] in ('jaxsim', 'mjx'):
     policy = spec.get('mjx_xla', 'same') if spec['engine'] == 'mjx' else 'same'
-    env['XLA_FLAGS'] = _xla_flags(env.get('XLA_FLAGS', ''), policy)
+    env['XLA_FLAGS'] = _xla_flags(_user_xla_flags(), policy)
     spec = {**spec, 'xla_flags': env['XLA_FLAGS']}
   cmd = [python, os.path.abspath(__file__), '--worker', json.dumps(spec)]
   try:

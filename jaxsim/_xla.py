@@ -18,6 +18,10 @@ CPU_FLAGS = {
 }
 
 
+# XLA_FLAGS as the process had them before jaxsim's first import added CPU_FLAGS.
+USER_FLAGS = os.environ.get('XLA_FLAGS', '')
+
+
 def cpu_flags() -> None:
   """Adds CPU_FLAGS to XLA_FLAGS, each unless the user set it."""
   flags = os.environ.get('XLA_FLAGS', '')
