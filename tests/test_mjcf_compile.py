@@ -233,6 +233,42 @@ def test_fromto_with_zero_pos_is_accepted():
     _close(f, getattr(m, f), getattr(mj, f))
 
 
+def test_own_orientation_replaces_the_default_classes():
+  """An element's orientation of any kind replaces its class's of any kind (MuJoCo Menagerie's
+  ANYmal B: class shank sets euler, a shank geom quat); nested classes likewise."""
+  xml = """<mujoco><default><default class="a"><geom euler="0 90 0" size=".1"/>
+    <site euler="0 90 0"/><default class="a2"><geom xyaxes="0 1 0 -1 0 0"/></default></default>
+    <default class="b"><geom quat="0 1 0 0" size=".1"/></default></default><worldbody>
+    <geom class="a" quat="1 0 0 1"/><geom class="a"/><geom class="a" axisangle="1 0 0 90"/>
+    <geom class="b" euler="0 0 90"/><geom class="b"/><geom class="a2"/>
+    <geom class="a2" zaxis="0 1 0"/><site class="a" quat="1 0 0 1"/>
+    <body childclass="a"><geom quat="1 1 0 0"/></body></worldbody></mujoco>"""
+  m, mj = jaxsim.load_string(xml), mujoco.MjModel.from_xml_string(xml)
+  for f in ('geom_quat', 'site_quat'):
+    _close(f, getattr(m, f), getattr(mj, f))
+  with pytest.raises(jaxsim.ModelError, match='orientation given twice'):
+    jaxsim.load_string(
+      '<mujoco><worldbody><geom size=".1" quat="1 0 0 1" euler="0 9 0"/></worldbody></mujoco>'
+    )
+
+
+def test_empty_numeric_attributes_are_absent():
+  """mjXUtil::ReadAttr reads no number from an empty value, so the attribute counts as not given
+  (Trossen's WXAI has rgba=""); an empty quat still displaces the class's euler, as in
+  mjXReader; empty keywords stay errors."""
+  xml = """<mujoco><default><default class="a"><geom rgba="1 0 0 1" euler="0 90 0"/></default>
+    <default class="b"><geom quat="0 1 0 0" size=".1"/></default></default><worldbody><body>
+    <freejoint/><geom size=".1" rgba="" mass="" pos=" " condim=""/>
+    <geom class="a" size=".1" rgba="" quat=""/><geom class="b" quat=""/><geom class="b" euler=""/>
+    <geom class="a" size=".1" euler=""/><geom class="a" size=".1" axisangle=""/>
+    <geom class="b" axisangle=""/></body></worldbody></mujoco>"""
+  m, mj = jaxsim.load_string(xml), mujoco.MjModel.from_xml_string(xml)
+  for f in ('geom_rgba', 'geom_pos', 'geom_quat', 'geom_condim', 'body_mass'):
+    _close(f, getattr(m, f), getattr(mj, f))
+  with pytest.raises(jaxsim.ModelError, match='keyword'):
+    jaxsim.load_string('<mujoco><worldbody><geom size=".1" type=""/></worldbody></mujoco>')
+
+
 def test_libccd_flag_is_named_unsupported():
   """nativeccd="disable" asks MuJoCo for libccd; jaxsim collides with its native CCD and says so."""
   xml = '<mujoco><option><flag nativeccd="disable"/></option><worldbody/></mujoco>'

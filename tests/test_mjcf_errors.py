@@ -346,14 +346,6 @@ CASES = [
     'rgba',
   ),
   C(
-    'empty-vector',
-    model(body='<geom size="0.1" pos=""/>'),
-    'expected 3 values, got 0',
-    'pos=""',
-    'geom',
-    'pos',
-  ),
-  C(
     'too-many-in-range-arity',
     model(body='<geom size="0.1 0.2 0.3 0.4"/>'),
     'expected 1 to 3 values, got 4',

@@ -12,6 +12,7 @@ import re
 
 import numpy as np
 
+from jaxsim.mjcf.frames import ORIENTATIONS
 from jaxsim.mjcf.parse import Element
 
 NREF = 2
@@ -745,10 +746,20 @@ def read_attrs(
   Arrays given shorter than their full length overwrite only their leading entries.
   """
   out = dict(base) if base else {}
+  # An element's own orientation replaces its default class's, whichever kinds they are. As in
+  # mjXReader, a quat attribute clears the class's alternatives even when empty (keeping the
+  # class's quat then), while an empty alternative counts as not given.
+  alt = any(k != 'quat' and elem.attrs.get(k, '').strip() for k in ORIENTATIONS)
+  if alt or 'quat' in elem.attrs:
+    for k in ORIENTATIONS:
+      if alt or k != 'quat':
+        out.pop(k, None)
   for attr, text in elem.attrs.items():
     typ = table.get(attr)
     if typ is None:
       raise elem.error(f'unknown attribute of <{elem.tag}>', attribute=attr)
+    if _ARITY.match(typ) and not text.strip():
+      continue  # mjXUtil::ReadAttr reads no number from an empty value: the attribute is absent
     value = convert(elem, attr, text, typ)
     if attr in REPEAT_SHORT and len(value) == 1:
       # a single value sets both entries wherever it is read (a default class included)
