@@ -382,6 +382,24 @@ def test_obj_ear_clipping_matches_mujoco(tmp_path):
   _check_mesh(m, 0, M.compile_mesh(vert, face))
 
 
+@pytest.mark.parametrize('n', [99, 100, 101, 128, 215])
+def test_obj_faces_of_more_than_100_vertices_are_dropped(tmp_path, n):
+  """mujoco 4.0.0's OBJ decoder gives no triangle for a face of more than 100 vertices (the
+  Hello Robot Stretch 3's gripper mesh has one of 215); the vertices stay."""
+  a = np.linspace(0, 2 * np.pi, n, endpoint=False)
+  vert = [(np.cos(t), np.sin(t), 0.0) for t in a] + [(0.0, 0.0, 1.0)]
+  text = ''.join(f'v {x:.9g} {y:.9g} {z:.9g}\n' for x, y, z in vert)
+  text += ''.join(f'f {i + 1} {(i + 1) % n + 1} {n + 1}\n' for i in range(n))
+  text += 'f ' + ' '.join(str(i + 1) for i in range(n)) + '\n'
+  (tmp_path / f'cone{n}.obj').write_text(text)
+  body, asset = '<body><geom type="mesh" mesh="c"/></body>', f'<mesh name="c" file="cone{n}.obj"/>'
+  m = _load(tmp_path, body, asset)
+  assert m.mesh_facenum[0] == (2 * n - 2 if n <= 100 else n)
+  vert, face = M.read_mesh(text.encode(), f'cone{n}.obj')
+  np.testing.assert_array_equal(face, m.mesh_face)
+  _check_mesh(m, 0, M.compile_mesh(vert, face))
+
+
 # ------------------------------------------------------------------------------------------------
 # malformed input: MuJoCo refuses it and so does jaxsim
 

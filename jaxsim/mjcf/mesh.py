@@ -350,6 +350,9 @@ def _f32(x: float) -> float:
   return float(np.float32(x))
 
 
+_OBJ_MAX_FACE_VERTICES = 100
+
+
 def _triangulate(poly: list[int], v: np.ndarray) -> list[tuple[int, int, int]]:
   """Split a polygon into triangles as tinyobjloader's exportGroupsToShape does."""
   n = len(poly)
@@ -473,7 +476,10 @@ def _read_obj(data: bytes, filename: str):
       with np.errstate(over='ignore'):
         verts = np.array(coords, np.float64).reshape(-1, 3).astype(np.float32).astype(float)
     for poly in faces:
-      if len(poly) >= 3:
+      # mujoco 4.0.0's OBJ decoder yields no triangle for a face of more than 100 vertices
+      # (measured: a convex 100-gon gives 98, a 101-gon none; the Stretch 3's gripper has a
+      # 215-gon); its vertices stay
+      if 3 <= len(poly) <= _OBJ_MAX_FACE_VERTICES:
         shape_tris.extend(_triangulate(poly, verts))
     shape_lines.extend(lines)
     shape_points += npoints
