@@ -344,6 +344,21 @@ def test_png_height_field(tmp_path, name, image):
     _close(f, getattr(m, f), getattr(mj, f))
 
 
+def test_nameless_height_field_is_named_by_its_file(tmp_path):
+  """A height field without a name takes its file's stem, as meshes and textures do (dm_control's
+  mjcf/test_assets/model_with_nameless_assets.xml references hfield="deepmind")."""
+  _png_images()[0][1].save(tmp_path / 'terrain.png')
+  path = tmp_path / 'm.xml'
+  path.write_text(
+    '<mujoco><asset><hfield file="terrain.png" size="1 2 .3 .1"/></asset>'
+    '<worldbody><geom type="hfield" hfield="terrain"/></worldbody></mujoco>'
+  )
+  m, mj = jaxsim.load(str(path)), mujoco.MjModel.from_xml_path(str(path))
+  assert m.names['hfield'] == (mujoco.mj_id2name(mj, mujoco.mjtObj.mjOBJ_HFIELD, 0),)
+  for f in ('geom_dataid', 'hfield_nrow', 'hfield_data'):
+    _close(f, getattr(m, f), getattr(mj, f))
+
+
 def test_dampratio_uses_reflected_inertia():
   """Position actuators with dampratio on a coupled chain, through a joint, a tendon and a site
   with refsite: mujoco 4 sets kv from the reflected inertia 1 / (J M^-1 J') at qpos0."""

@@ -700,7 +700,9 @@ class _Compiler:
   def compile_hfields(self):
     self.hfields = []
     for i, (elem, a) in enumerate(self.assets['hfield']):
-      self.register('hfield', elem, i)
+      # a nameless hfield is named by its file's stem, as a mesh or texture is (mjCHField)
+      name = a.get('name') or (_stem(a['file']) if 'file' in a else '')
+      self.register('hfield', Element('hfield', {'name': name}, [], elem.file, elem.line), i)
       if 'size' not in a:
         raise elem.error('missing required attribute', attribute='size')
       size = a['size']
