@@ -359,6 +359,20 @@ def test_nameless_height_field_is_named_by_its_file(tmp_path):
     _close(f, getattr(m, f), getattr(mj, f))
 
 
+def test_attributes_without_whitespace_between_them():
+  """tinyxml2 reads name="a"type="b" (MyoSuite's elbow exo model has one); other malformed XML
+  stays an error at its line."""
+  xml = """<mujoco><worldbody><body name="b"pos="0 0 1"><freejoint/>
+    <geom name="g"type='box' size=".1 .2 .3"rgba="1 0 0 1"/></body></worldbody></mujoco>"""
+  m, mj = jaxsim.load_string(xml), mujoco.MjModel.from_xml_string(xml)
+  for f in ('geom_type', 'geom_size', 'geom_rgba', 'body_pos'):
+    _close(f, getattr(m, f), getattr(mj, f))
+  assert m.names['geom'] == ('g',)
+  with pytest.raises(jaxsim.ModelError, match='malformed XML') as err:
+    jaxsim.load_string('<mujoco>\n<worldbody><geom name="g"type="box"<</worldbody></mujoco>')
+  assert err.value.line == 2
+
+
 def test_dampratio_uses_reflected_inertia():
   """Position actuators with dampratio on a coupled chain, through a joint, a tendon and a site
   with refsite: mujoco 4 sets kv from the reflected inertia 1 / (J M^-1 J') at qpos0."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 from xml.parsers import expat
@@ -137,18 +138,37 @@ def _to_element(tag: str, node: Any, file: str) -> Element:
   return Element(tag, attrs, [k for _, k in kids], file, line)
 
 
+# a quoted attribute value directly followed by the next attribute's name
+_ATTR_RUN = re.compile(rb"""(=\s*(?:"[^"<]*"|'[^'<]*'))(?=[A-Za-z_:])""")
+
+
 def parse_xml(text: str | bytes, file: str) -> Element:
   """Parses XML text into an Element tree; malformed XML raises ModelError with its line."""
   if isinstance(text, str):
     text = text.encode('utf-8')
-  try:
-    tree = xmltodict.parse(
+
+  def parse(text: bytes):
+    return xmltodict.parse(
       text,
       expat=_LineRecordingExpat(file),
       force_list=lambda *_: True,
       disable_entities=True,
       strip_whitespace=True,
     )
+
+  try:
+    try:
+      tree = parse(text)
+    except expat.ExpatError as e:
+      # tinyxml2 (MuJoCo's parser) reads attributes not separated by whitespace
+      # (name="a"type="b", as in MyoSuite's elbow exo model); expat does not
+      spaced = _ATTR_RUN.sub(rb'\1 ', text)
+      if spaced == text:
+        raise
+      try:
+        tree = parse(spaced)
+      except expat.ExpatError:
+        raise e from None
   except ModelError:
     raise
   except expat.ExpatError as e:
