@@ -142,12 +142,13 @@ def _to_element(tag: str, node: Any, file: str) -> Element:
 _ATTR_RUN = re.compile(rb"""(=\s*(?:"[^"<]*"|'[^'<]*'))(?=[A-Za-z_:])""")
 
 
-def parse_xml(text: str | bytes, file: str) -> Element:
-  """Parses XML text into an Element tree; malformed XML raises ModelError with its line."""
-  if isinstance(text, str):
-    text = text.encode('utf-8')
+def _parse_tree(text: bytes, file: str) -> dict:
+  """xmltodict over expat. tinyxml2 (MuJoCo's parser) reads attributes not separated by
+  whitespace (name="a"type="b", as in MyoSuite's elbow exo model) and expat does not: where expat
+  refuses a document, it is read once more with a space after each such value (lines unchanged),
+  and expat's first error stands if that fails too."""
 
-  def parse(text: bytes):
+  def parse(text: bytes) -> dict:
     return xmltodict.parse(
       text,
       expat=_LineRecordingExpat(file),
@@ -157,18 +158,23 @@ def parse_xml(text: str | bytes, file: str) -> Element:
     )
 
   try:
+    return parse(text)
+  except expat.ExpatError as e:
+    spaced = _ATTR_RUN.sub(rb'\1 ', text)
+    if spaced == text:
+      raise
     try:
-      tree = parse(text)
-    except expat.ExpatError as e:
-      # tinyxml2 (MuJoCo's parser) reads attributes not separated by whitespace
-      # (name="a"type="b", as in MyoSuite's elbow exo model); expat does not
-      spaced = _ATTR_RUN.sub(rb'\1 ', text)
-      if spaced == text:
-        raise
-      try:
-        tree = parse(spaced)
-      except expat.ExpatError:
-        raise e from None
+      return parse(spaced)
+    except expat.ExpatError:
+      raise e from None
+
+
+def parse_xml(text: str | bytes, file: str) -> Element:
+  """Parses XML text into an Element tree; malformed XML raises ModelError with its line."""
+  if isinstance(text, str):
+    text = text.encode('utf-8')
+  try:
+    tree = _parse_tree(text, file)
   except ModelError:
     raise
   except expat.ExpatError as e:
