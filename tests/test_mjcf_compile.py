@@ -373,6 +373,54 @@ def test_attributes_without_whitespace_between_them():
   assert err.value.line == 2
 
 
+def test_texture_files_are_opened(tmp_path):
+  """A texture's image file that MuJoCo cannot open or decode fails the compile in both (a
+  humanoid-bench kitchen model points at a missing PNG); builtin textures ignore their files."""
+  png = b'\x89PNG\r\n\x1a\n' + bytes(64)
+  (tmp_path / 'ok.png').write_bytes(png)
+  (tmp_path / 'bad.png').write_bytes(b'not an image')
+  (tmp_path / 'noext').write_bytes(png)
+  ok = '<texture name="t" type="2d" builtin="checker" width="8" height="8" file="nope.png"/>'
+  bad = {
+    '<texture name="t" type="2d" file="nope.png"/>': 'cannot read',
+    '<texture name="t" type="cube" fileright="nope.png"/>': 'cannot read',
+    '<texture name="t" type="2d" file="noext"/>': 'content type',
+    '<texture name="t" type="2d" file="bad.png"/>': 'not a PNG',
+  }
+  for tex, match in [(ok, None), *bad.items()]:
+    path = tmp_path / 'm.xml'
+    path.write_text(f'<mujoco><asset>{tex}</asset></mujoco>')
+    if match is None:
+      ntex = mujoco.MjModel.from_xml_path(str(path)).ntex
+      assert len(jaxsim.load(str(path)).names['texture']) == ntex == 1
+      continue
+    with pytest.raises(ValueError):
+      mujoco.MjModel.from_xml_path(str(path))
+    with pytest.raises(jaxsim.ModelError, match=match) as err:
+      jaxsim.load(str(path))
+    assert err.value.element == 'texture'
+
+
+def test_body_outside_worldbody_is_checked_and_ignored():
+  """mjXReader's schema admits <body> and <frame> directly in <mujoco> and its compiler ignores
+  them (humanoid-bench's shadow hand files have a <body> there); their element and attribute
+  names are still checked."""
+  xml = """<mujoco><body name="b" pos="0 0 1"><freejoint/><geom class="nope" size="x"/>
+    <body><joint type="bogus"/><geom type="mesh" mesh="nope"/></body></body>
+    <frame><body name="b"/></frame><worldbody><body name="b"><joint/><geom size=".1"/></body>
+    </worldbody></mujoco>"""
+  m, mj = jaxsim.load_string(xml), mujoco.MjModel.from_xml_string(xml)
+  for f in ('nbody', 'njnt', 'ngeom', 'nq'):
+    assert getattr(m, f) == getattr(mj, f), f
+  for bad, match in (('<body foo="1"/>', 'foo'), ('<body><geom bar="1"/></body>', 'bar')):
+    with pytest.raises(ValueError):
+      mujoco.MjModel.from_xml_string(f'<mujoco>{bad}</mujoco>')
+    with pytest.raises(jaxsim.ModelError, match=match):
+      jaxsim.load_string(f'<mujoco>{bad}</mujoco>')
+  with pytest.raises(jaxsim.ModelError, match='unknown element <foo>'):
+    jaxsim.load_string('<mujoco><frame><foo/></frame></mujoco>')
+
+
 def test_dampratio_uses_reflected_inertia():
   """Position actuators with dampratio on a coupled chain, through a joint, a tendon and a site
   with refsite: mujoco 4 sets kv from the reflected inertia 1 / (J M^-1 J') at qpos0."""

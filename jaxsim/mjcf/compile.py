@@ -80,6 +80,9 @@ _TOP_LEVEL = {
   'sensor',
   'custom',
   'keyframe',
+  # MuJoCo's schema admits these directly in <mujoco>; its compiler ignores them (_ignored_tree)
+  'body',
+  'frame',
 }
 
 
@@ -99,6 +102,34 @@ def _only(elem: Element, allowed: set[str]):
       if child.tag in schema.UNSUPPORTED_ELEMENTS:
         raise child.error(f'{schema.UNSUPPORTED_ELEMENTS[child.tag]} are not supported by jaxsim')
       raise child.error(f'unknown element <{child.tag}> in <{elem.tag}>')
+
+
+_CUBE_FILES = ('fileright', 'fileleft', 'fileup', 'filedown', 'filefront', 'fileback')
+_BODY_SCHEMA = {
+  'body': schema.BODY,
+  'frame': schema.FRAME,
+  'inertial': schema.INERTIAL,
+  'joint': schema.JOINT,
+  'freejoint': schema.FREEJOINT,
+  'geom': schema.GEOM,
+  'site': schema.SITE,
+  'camera': schema.CAMERA,
+  'light': schema.LIGHT,
+}
+
+
+def _ignored_tree(elem: Element):
+  """Checks the element and attribute names of a <body> or <frame> placed directly in <mujoco>
+  against the schema, reading nothing: mjXReader's schema accepts them there and its compiler
+  never looks at them."""
+  table = _BODY_SCHEMA[elem.tag]
+  for attr in elem.attrs:
+    if attr not in table:
+      raise elem.error(f'unknown attribute of <{elem.tag}>', attribute=attr)
+  nested = elem.tag in ('body', 'frame')
+  _only(elem, set(_BODY_SCHEMA) if nested else set())
+  for child in elem.children:
+    _ignored_tree(child)
 
 
 class _Compiler:
@@ -253,6 +284,9 @@ class _Compiler:
       raise root.error('unknown attribute of <mujoco>', attribute=sorted(extra)[0])
     self.model_name = root.attrs.get('model', 'MuJoCo Model')
     _only(root, _TOP_LEVEL)
+    for e in root.children:
+      if e.tag in ('body', 'frame'):
+        _ignored_tree(e)
     for e in root.find('compiler'):
       self.read_compiler(e)
     # attached models' elements compile with their own angle, eulerseq and autolimits (attach.py)
@@ -315,6 +349,7 @@ class _Compiler:
       self.read_body_children(w, world, 'main', np.zeros(3), np.array([1.0, 0, 0, 0]))
     self.order_tree()
     self.compile_meshes(self.meshes_needing_hulls(root))
+    self.check_texture_files()
     self.resolve_references()
     self.compile_bodies()
     self.contact = root.find('contact')
@@ -605,6 +640,31 @@ class _Compiler:
         self.lookup('body', lt['elem'], 'target', lt['target'])
       if lt.get('texture'):
         self.lookup('texture', lt['elem'], 'texture', lt['texture'])
+
+  def check_texture_files(self):
+    """Opens the image files of textures that are not builtin, as mjCTexture::Compile does.
+
+    jaxsim does not render, but a texture file MuJoCo cannot open or decode fails its compile.
+    Only the PNG signature is checked, not the image.
+    """
+    for elem, attrs in self.assets['texture']:
+      if attrs.get('builtin', 0):
+        continue  # a builtin texture ignores its files
+      for key in ('file',) + _CUBE_FILES:
+        if not attrs.get(key):
+          continue
+        path = self.asset_path('texturedir', attrs[key])
+        try:
+          data = self.read(path)
+        except OSError as err:
+          raise elem.error(f'cannot read texture file {path!r}: {err.strerror}', key) from err
+        kind = attrs.get('content_type') or {'.png': 'image/png', '.ktx': 'image/ktx'}.get(
+          os.path.splitext(path)[1].lower(), ''
+        )
+        if kind not in ('image/png', 'image/ktx'):
+          raise elem.error(f'unsupported content type {kind!r} of {path!r}', attribute=key)
+        if kind == 'image/png' and data[:8] != b'\x89PNG\r\n\x1a\n':
+          raise elem.error(f'{path!r} is not a PNG file', attribute=key)
 
   def asset_path(self, directory_key: str, filename: str) -> str:
     base = self.comp.get(directory_key) or ''
