@@ -401,6 +401,18 @@ def test_texture_files_are_opened(tmp_path):
     assert err.value.element == 'texture'
 
 
+def test_declared_plugins_without_instances_load():
+  """humanoid-bench's H1 declares mujoco.sensor.touch_grid in <extension>: a plugin nothing
+  instantiates changes nothing, so the model loads and matches mujoco's."""
+  xml = """<mujoco><extension><plugin plugin="mujoco.sensor.touch_grid"/>
+    <plugin plugin="mujoco.pid"/></extension><worldbody><body><joint/><geom size=".1"/></body>
+    </worldbody></mujoco>"""
+  m, mj = jaxsim.load_string(xml), mujoco.MjModel.from_xml_string(xml)
+  assert mj.nplugin == 0
+  for f in ('body_mass', 'dof_armature', 'geom_size'):
+    _close(f, getattr(m, f), getattr(mj, f))
+
+
 def test_body_outside_worldbody_is_checked_and_ignored():
   """mjXReader's schema admits <body> and <frame> directly in <mujoco> and its compiler ignores
   them (humanoid-bench's shadow hand files have a <body> there); their element and attribute

@@ -1370,11 +1370,19 @@ CASES = [
     'plugin',
   ),
   C(
-    'extension',
+    'plugin-instance',
+    model(pre='<extension><plugin plugin="mujoco.pid"><instance name="p"/></plugin></extension>'),
+    r'engine plugin instances \(<instance>\) are not supported by jaxsim',
+    '<instance',
+    'instance',
+  ),
+  C(
+    'unknown-plugin',
     model(pre='<extension><plugin plugin="mujoco.elasticity.cable"/></extension>'),
-    r'engine plugins \(<extension>\) are not supported by jaxsim',
-    '<extension>',
-    'extension',
+    'plugin mujoco.elasticity.cable not found',
+    '<plugin',
+    'plugin',
+    'plugin',
   ),
   C(
     'geom-plugin',

@@ -80,6 +80,7 @@ _TOP_LEVEL = {
   'sensor',
   'custom',
   'keyframe',
+  'extension',
   # MuJoCo's schema admits these directly in <mujoco>; its compiler ignores them (_ignored_tree)
   'body',
   'frame',
@@ -130,6 +131,34 @@ def _ignored_tree(elem: Element):
   _only(elem, set(_BODY_SCHEMA) if nested else set())
   for child in elem.children:
     _ignored_tree(child)
+
+
+# the engine plugins mujoco's Python package registers (its libactuator, libsdf_plugin, libsensor)
+FIRST_PARTY_PLUGINS = (
+  'mujoco.pid',
+  'mujoco.sensor.touch_grid',
+  'mujoco.sdf.bolt',
+  'mujoco.sdf.bowl',
+  'mujoco.sdf.gear',
+  'mujoco.sdf.nut',
+  'mujoco.sdf.torus',
+)
+
+
+def _read_extension(elem: Element):
+  """Accepts <extension> plugins that are declared but never instantiated: such a plugin does
+  nothing until an element uses it, and every element that can (<plugin> in a body, mesh,
+  actuator or sensor) is refused by name."""
+  _only(elem, {'plugin'})
+  for p in elem.children:
+    attrs = schema.read_attrs(p, {'plugin': 's'})
+    if 'plugin' not in attrs:
+      raise p.error('required attribute missing', attribute='plugin')
+    if attrs['plugin'] not in FIRST_PARTY_PLUGINS:
+      raise p.error(f'plugin {attrs["plugin"]} not found', attribute='plugin')
+    if p.children:
+      _only(p, {'instance'})
+      raise p.children[0].error('engine plugin instances (<instance>) are not supported by jaxsim')
 
 
 class _Compiler:
@@ -287,6 +316,8 @@ class _Compiler:
     for e in root.children:
       if e.tag in ('body', 'frame'):
         _ignored_tree(e)
+    for e in root.find('extension'):
+      _read_extension(e)
     for e in root.find('compiler'):
       self.read_compiler(e)
     # attached models' elements compile with their own angle, eulerseq and autolimits (attach.py)
