@@ -129,6 +129,7 @@ def test_sensors_model_exercises_every_path(case):
     assert value(mc, 'r_invisible')[0] > 1.4  # the invisible box is skipped
   for s in ('box_bottom', 'ball_touch', 'ball_low', 'hand_touch'):
     assert any(value(mc, s)[0] > 0 for mc in theirs), s
+  assert any(np.count_nonzero(value(mc, 'box_grid')) >= 2 for mc in theirs)
   for s in ('c_box_floor', 'c_ball', 'c_net', 'c_site', 'c_vel'):
     assert any(value(mc, s)[0] > 0 for mc in theirs), s  # contacts matched
   for s in ('hinge', 'slide', 'fixed'):

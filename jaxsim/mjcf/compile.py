@@ -145,20 +145,89 @@ FIRST_PARTY_PLUGINS = (
 )
 
 
-def _read_extension(elem: Element):
-  """Accepts <extension> plugins that are declared but never instantiated: such a plugin does
-  nothing until an element uses it, and every element that can (<plugin> in a body, mesh,
-  actuator or sensor) is refused by name."""
+TOUCH_GRID = 'mujoco.sensor.touch_grid'
+TOUCH_GRID_KEYS = ('nchannel', 'size', 'fov', 'gamma')
+
+
+def _read_config(elem: Element, plugin: str) -> dict[str, str]:
+  """A plugin instance's <config key value> pairs; touch_grid's keys are its attributes."""
+  _only(elem, {'config'})
+  out = {}
+  for c in elem.children:
+    a = schema.read_attrs(c, {'key': 's', 'value': 's'})
+    for req in ('key', 'value'):
+      if req not in a:
+        raise c.error('required attribute missing', attribute=req)
+    if a['key'] not in TOUCH_GRID_KEYS:
+      raise c.error(f"unrecognized attribute 'plugin:{a['key']}' of {plugin}", attribute='key')
+    if a['key'] in out:
+      raise c.error(f"duplicate config key '{a['key']}'", attribute='key')
+    out[a['key']] = a['value']
+  return out
+
+
+def _read_extension(elem: Element, instances: dict[str, tuple[str, dict, Element]]):
+  """Reads <extension>: declared plugins and their named instances (into `instances`).
+
+  A declared plugin does nothing until an element uses it. jaxsim computes the touch_grid sensor
+  plugin; instances of the other plugins mujoco registers are refused by name, as is every
+  element that would use them (<plugin> in a body, mesh or actuator).
+  """
   _only(elem, {'plugin'})
   for p in elem.children:
     attrs = schema.read_attrs(p, {'plugin': 's'})
     if 'plugin' not in attrs:
       raise p.error('required attribute missing', attribute='plugin')
-    if attrs['plugin'] not in FIRST_PARTY_PLUGINS:
-      raise p.error(f'plugin {attrs["plugin"]} not found', attribute='plugin')
-    if p.children:
-      _only(p, {'instance'})
-      raise p.children[0].error('engine plugin instances (<instance>) are not supported by jaxsim')
+    name = attrs['plugin']
+    if name not in FIRST_PARTY_PLUGINS:
+      raise p.error(f'plugin {name} not found', attribute='plugin')
+    _only(p, {'instance'})
+    for inst in p.children:
+      if name != TOUCH_GRID:
+        raise inst.error(f'instances of the {name} plugin are not supported by jaxsim')
+      a = schema.read_attrs(inst, {'name': 's'})
+      if 'name' not in a:
+        raise inst.error('required attribute missing', attribute='name')
+      if a['name'] in instances:
+        raise inst.error(f"repeated plugin instance name '{a['name']}'", attribute='name')
+      instances[a['name']] = (name, _read_config(inst, name), inst)
+
+
+def _touch_grid_params(e: Element, config: dict[str, str]) -> tuple[int, int, int, float, ...]:
+  """(nchannel, horizontal, vertical resolution, fov x, fov y in degrees, gamma) of a touch_grid
+  sensor, checked as TouchGrid::Create checks them."""
+
+  def numbers(key):
+    try:
+      return [float(v) for v in config.get(key, '').split()]
+    except ValueError:
+      raise e.error(f'touch_grid config {key!r} must be numbers: {config[key]!r}') from None
+
+  def scalar(key):
+    v = numbers(key)
+    if len(v) > 1:
+      raise e.error(f'touch_grid config {key!r} must be one number')
+    return v[0] if v else 0.0
+
+  nchannel = int(scalar('nchannel')) or 1
+  if not 1 <= nchannel <= 6:
+    raise e.error('touch_grid: nchannel must be between 1 and 6')
+  size = [int(v) for v in numbers('size')]
+  if len(size) != 2:
+    raise e.error('touch_grid: both horizontal and vertical resolutions must be specified')
+  if size[0] <= 0 or size[1] <= 0:
+    raise e.error('touch_grid: horizontal and vertical resolutions must be positive')
+  fov = numbers('fov')
+  if len(fov) != 2:
+    raise e.error('touch_grid: both horizontal and vertical fields of view must be specified')
+  if not 0 < fov[0] <= 180:
+    raise e.error('touch_grid: fov[0] must be in (0, 180] degrees')
+  if not 0 < fov[1] <= 90:
+    raise e.error('touch_grid: fov[1] must be in (0, 90] degrees')
+  gamma = scalar('gamma')
+  if not 0 <= gamma <= 1:
+    raise e.error('touch_grid: gamma must be in [0, 1]')
+  return (nchannel, size[0], size[1], fov[0], fov[1], gamma)
 
 
 class _Compiler:
@@ -316,8 +385,9 @@ class _Compiler:
     for e in root.children:
       if e.tag in ('body', 'frame'):
         _ignored_tree(e)
+    self.plugin_instances: dict[str, tuple[str, dict, Element]] = {}
     for e in root.find('extension'):
-      _read_extension(e)
+      _read_extension(e, self.plugin_instances)
     for e in root.find('compiler'):
       self.read_compiler(e)
     # attached models' elements compile with their own angle, eulerseq and autolimits (attach.py)
@@ -1866,6 +1936,7 @@ class _Compiler:
   def compile_equality(self, sections: list[Element]):
     out = self.out
     rows = []
+    self.n_implicit = 0
     for sec in sections:
       _only(sec, {'connect', 'weld', 'joint', 'tendon', 'flex', 'flexvert', 'flexstrain'})
       for e in sec.children:
@@ -2014,7 +2085,7 @@ class _Compiler:
           raise e.error(f'sensor type <{e.tag}> is not supported by jaxsim')
         if e.tag not in schema.SENSORS:
           raise e.error(f'unknown element <{e.tag}> in <sensor>')
-        _only(e, set())
+        _only(e, {'config'} if e.tag == 'plugin' else set())
         attrs = schema.read_attrs(e, schema.SENSORS[e.tag])
         self.register('sensor', e, len(rows))
         rows.append(self.compile_sensor(e, attrs))
@@ -2033,6 +2104,11 @@ class _Compiler:
     out['sensor_intprm'] = np.array([r['intprm'] for r in rows], dtype=int).reshape(-1, 3)
     out['sensor_cutoff'] = np.array([r['cutoff'] for r in rows], dtype=float)
     out['sensor_noise'] = np.array([r['noise'] for r in rows], dtype=float)
+    # plugin instances: the named ones of <extension>, then one per sensor that names a plugin
+    out['nplugin'] = len(self.plugin_instances) + sum(r.get('implicit', False) for r in rows)
+    out['sensor_plugin'] = np.array([r.get('plugin', -1) for r in rows], dtype=int)
+    prm = [r.get('plugin_prm', (0.0,) * 6) for r in rows]
+    out['sensor_plugin_prm'] = np.array(prm, dtype=float).reshape(-1, 6)
 
   def compile_sensor(self, e: Element, a: dict) -> dict:
     tag = e.tag
@@ -2189,6 +2265,8 @@ class _Compiler:
     elif tag in ('e_potential', 'e_kinetic', 'clock'):
       # mujoco 4.0.0 marks e_kinetic as a position-stage sensor (computed with the energy)
       r['needstage'] = {'e_potential': pos, 'e_kinetic': pos, 'clock': pos}[tag]
+    elif tag == 'plugin':
+      self._plugin_sensor(e, a, r)
     elif tag == 'user':
       need('dim')
       r['dim'] = a['dim']
@@ -2202,6 +2280,41 @@ class _Compiler:
     else:
       raise e.error(f'sensor type <{tag}> is not supported by jaxsim')
     return r
+
+  def _plugin_sensor(self, e: Element, a: dict, r: dict) -> None:
+    """A sensor computed by an engine plugin (mjSENS_PLUGIN): the touch_grid plugin, its instance
+    named or made for this sensor; `plugin_prm` holds its parameters (_touch_grid_params)."""
+    if ('plugin' in a) == ('instance' in a):
+      raise e.error("exactly one of 'plugin' and 'instance' is required", attribute='plugin')
+    if 'instance' in a:
+      if a['instance'] not in self.plugin_instances:
+        raise e.error(f"unknown plugin instance '{a['instance']}'", attribute='instance')
+      if e.children:
+        raise e.children[0].error('a sensor naming a plugin instance cannot have <config>')
+      name, config, _ = self.plugin_instances[a['instance']]
+      r['plugin'] = list(self.plugin_instances).index(a['instance'])
+    else:
+      name = a['plugin']
+      if name not in FIRST_PARTY_PLUGINS:
+        raise e.error(f'plugin {name} not found', attribute='plugin')
+      if name != TOUCH_GRID:
+        raise e.error(f'sensor plugin {name} is not supported by jaxsim', attribute='plugin')
+      config = _read_config(e, name)
+      r['implicit'] = True
+      r['plugin'] = len(self.plugin_instances) + self.n_implicit
+      self.n_implicit += 1
+    if name != TOUCH_GRID:
+      raise e.error(f'plugin {name} is not a sensor plugin', attribute='instance')
+    if a.get('objtype') != 'site' or 'objname' not in a:
+      raise e.error('Touch Grid sensor must be attached to a site', attribute='objtype')
+    r['objtype'] = OBJ['site']
+    r['objid'] = self.lookup('site', e, 'objname')
+    r['plugin_prm'] = _touch_grid_params(e, config)
+    nchannel, sx, sy = r['plugin_prm'][:3]
+    r['dim'] = nchannel * sx * sy
+    r['needstage'] = 3
+    if r['dim'] > MAX_ARRAY:
+      raise e.error(f'touch_grid sensor dim is too large (at most {MAX_ARRAY:.0e})', 'plugin')
 
   def _contact_sensor(self, e: Element, a: dict, r: dict) -> None:
     """A <contact> sensor's matching criteria, data fields, reduction and size (mjSENS_CONTACT as

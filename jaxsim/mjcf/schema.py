@@ -610,6 +610,10 @@ SENSOR_TYPES: dict[str, tuple[int, dict[str, str]]] = {
   'e_potential': (43, {}),
   'e_kinetic': (44, {}),
   'clock': (45, {}),
+  'plugin': (
+    47,
+    {'plugin': 's', 'instance': 's', 'objtype': 's', 'objname': 's', **_FRAME_REF},
+  ),
   'user': (
     48,
     {
@@ -622,7 +626,7 @@ SENSOR_TYPES: dict[str, tuple[int, dict[str, str]]] = {
   ),
 }
 SENSORS = {k: {**_SENSOR_BASE, **attrs} for k, (_, attrs) in SENSOR_TYPES.items()}
-UNSUPPORTED_SENSORS = ('tactile', 'plugin')
+UNSUPPORTED_SENSORS = ('tactile',)
 
 # Elements that MuJoCo accepts but jaxsim cannot compile: named in the error.
 UNSUPPORTED_ELEMENTS = {
