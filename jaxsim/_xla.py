@@ -15,6 +15,12 @@ CPU_FLAGS = {
   # fused kernels; the classic LLVM emitters build the same kernels 2-3x faster (dm_control
   # cheetah's batched step 12.2 -> 4.5 s on a 2-core CPU) and run them as fast.
   'xla_cpu_use_fusion_emitters': 'false',
+  # MuJoCo's release build targets AVX without FMA; on CPUs that have FMA, LLVM contracts a * b - c
+  # * d into one fused multiply-add, so a quantity compared against a near tie rounds the other
+  # way and a discrete choice flips (a cylinder standing on a box: its 16-gon cap's maximum-area
+  # quadrilateral, humanoid-bench's bookshelf, contacts 4 cm apart). Capping the instruction set
+  # at AVX rounds as MuJoCo does; steps/s unchanged within noise (cheetah, humanoid at batch 64).
+  'xla_cpu_max_isa': 'AVX',
 }
 
 

@@ -397,3 +397,27 @@ def test_mesh_polygon_map_with_interior_last_vertex():
     a, n = mj.mesh_polymapadr[v], mj.mesh_polymapnum[v]
     np.testing.assert_array_equal(pmap[v, :n], mj.mesh_polymap[a : a + n])
     assert np.all(pmap[v, n:] == -1)
+
+
+def test_cylinder_standing_on_a_box_picks_mujocos_quadrilateral():
+  """A cylinder resting on a box, tilted by 6e-5 rad (humanoid-bench's bookshelf): its 16-gon
+  cap clips to 16 points whose inscribed squares tie within rounding, so polygonQuad's choice
+  turns on the last bit of each area. jaxsim._xla caps XLA CPU at AVX (no FMA), as MuJoCo is
+  built; with fused multiply-adds two of the four contacts land elsewhere (3.8 cm off)."""
+  xml = """<mujoco><worldbody>
+    <body pos="0.949999175846827 0.01996408265524824 1.2648909229012109"
+          quat="0.9999999979471565 5.8390721383058915e-05 -2.6309250022708607e-05
+                2.008499605891442e-06">
+      <freejoint/><geom type="cylinder" size="0.1 0.015"/></body>
+    <body pos="0.95 0 1.225"><geom type="box" size="0.3 0.4 0.025"/></body>
+  </worldbody></mujoco>"""
+  mj = mujoco.MjModel.from_xml_string(xml)
+  md = mujoco.MjData(mj)
+  mujoco.mj_forward(mj, md)
+  m = jaxsim.load_string(xml)
+  d = jax.jit(jaxsim.kinematics.kinematics)(m, jaxsim.make_data(m))
+  d = jax.jit(driver.collision)(m, d)
+  on = np.flatnonzero(np.asarray(d.contact.active))
+  assert md.ncon == len(on) == 4
+  np.testing.assert_allclose(np.asarray(d.contact.pos)[on], md.contact.pos, rtol=0, atol=1e-12)
+  np.testing.assert_allclose(np.asarray(d.contact.dist)[on], md.contact.dist, rtol=0, atol=1e-15)
