@@ -433,6 +433,24 @@ def test_body_outside_worldbody_is_checked_and_ignored():
     jaxsim.load_string('<mujoco><frame><foo/></frame></mujoco>')
 
 
+def test_markup_after_the_root_element_is_skipped():
+  """tinyxml2 skips further elements after the root and stops at a stray closing tag (Unitree's G1
+  scene closes </mujoco> twice); MuJoCo reads the first root element. Text ending the document
+  stays an error in both."""
+  body = '<worldbody><body><freejoint/><geom size=".1"/></body></worldbody>'
+  tails = ('</mujoco>', '\n </mujoco> text', '<!-- c --><mujoco><worldbody/></mujoco>')
+  for tail in tails:
+    xml = f'<mujoco>{body}</mujoco>{tail}'
+    m, mj = jaxsim.load_string(xml), mujoco.MjModel.from_xml_string(xml)
+    assert (m.nbody, m.ngeom, m.nq) == (mj.nbody, mj.ngeom, mj.nq) == (2, 1, 7)
+  xml = f'<mujoco>{body}</mujoco>\n<a/> text'
+  with pytest.raises(ValueError):
+    mujoco.MjModel.from_xml_string(xml)
+  with pytest.raises(jaxsim.ModelError, match='malformed XML') as err:
+    jaxsim.load_string(xml)
+  assert err.value.line == 2
+
+
 def test_dampratio_uses_reflected_inertia():
   """Position actuators with dampratio on a coupled chain, through a joint, a tendon and a site
   with refsite: mujoco 4 sets kv from the reflected inertia 1 / (J M^-1 J') at qpos0."""

@@ -140,13 +140,43 @@ def _to_element(tag: str, node: Any, file: str) -> Element:
 
 # a quoted attribute value directly followed by the next attribute's name
 _ATTR_RUN = re.compile(rb"""(=\s*(?:"[^"<]*"|'[^'<]*'))(?=[A-Za-z_:])""")
+# markup tinyxml2 skips after the root element: comments, declarations, tags
+_MARKUP = re.compile(rb'<!--.*?-->|<[^>]*>', re.S)
+
+
+def _before_junk(text: bytes) -> bytes | None:
+  """The document up to the end of its root element, where expat refused something after it that
+  tinyxml2 skips (further elements: MuJoCo reads the first root element; anything after a stray
+  closing tag, where tinyxml2 stops); None otherwise."""
+  p = expat.ParserCreate()
+  depth, end = [0], [None]
+
+  def start_element(*_):
+    depth[0] += 1
+
+  def end_element(_):
+    depth[0] -= 1
+    if depth[0] == 0 and end[0] is None:
+      end[0] = text.index(b'>', p.CurrentByteIndex) + 1
+
+  p.StartElementHandler, p.EndElementHandler = start_element, end_element
+  try:
+    p.Parse(text, True)
+  except expat.ExpatError:
+    pass
+  if end[0] is None:
+    return None
+  # tinyxml2 stops reading at a stray closing tag; before one, text is an error
+  rest = text[end[0] :].split(b'</', 1)[0]
+  return text[: end[0]] if not _MARKUP.sub(b'', rest).strip() else None
 
 
 def _parse_tree(text: bytes, file: str) -> dict:
   """xmltodict over expat. tinyxml2 (MuJoCo's parser) reads attributes not separated by
   whitespace (name="a"type="b", as in MyoSuite's elbow exo model) and expat does not: where expat
   refuses a document, it is read once more with a space after each such value (lines unchanged),
-  and expat's first error stands if that fails too."""
+  and expat's first error stands if that fails too. Markup after the root element (Unitree's G1
+  scene closes </mujoco> twice) is dropped, as tinyxml2 skips it."""
 
   def parse(text: bytes) -> dict:
     return xmltodict.parse(
@@ -160,13 +190,16 @@ def _parse_tree(text: bytes, file: str) -> dict:
   try:
     return parse(text)
   except expat.ExpatError as e:
-    spaced = _ATTR_RUN.sub(rb'\1 ', text)
-    if spaced == text:
-      raise
+    first = e
+  spaced = _ATTR_RUN.sub(rb'\1 ', text)
+  for fixed in (spaced, _before_junk(text), _before_junk(spaced)):
+    if fixed is None or fixed == text:
+      continue
     try:
-      return parse(spaced)
+      return parse(fixed)
     except expat.ExpatError:
-      raise e from None
+      pass
+  raise first
 
 
 def parse_xml(text: str | bytes, file: str) -> Element:
