@@ -217,8 +217,11 @@ NEAR = {
   # EPA ties among coplanar faces of a cylinder cap: MuJoCo takes the first in its face map's
   # order, which decides the rim point a cylinder edge contact runs through
   (5, 5): 0.95,
-  (5, 6): 0.95,
   (5, 7): 0.95,
+  # the same, and cylinder-box poses touching to within ccd_tolerance (|dist| < 1e-6), where
+  # EPA's normal is fixed only to ~1e-3 and follows the last bit of rounding: 3 of 64 poses
+  # differ with fused multiply-adds, 5 with the instruction set capped at AVX as MuJoCo is built
+  (5, 6): 0.9,
 }
 NEAR_MARGIN = {
   **{p: 0.95 for p in ((2, 4), (3, 4), (4, 4), (4, 5), (4, 6), (4, 7))},
