@@ -17,7 +17,7 @@ from collections.abc import Callable
 import numpy as np
 
 from jaxsim.errors import ModelError
-from jaxsim.mjcf import frames, fuse, inertia, schema
+from jaxsim.mjcf import frames, fuse, inertia, plugin, schema
 from jaxsim.mjcf.attach import expand as expand_attachments
 from jaxsim.mjcf.defaults import BUILTIN, Defaults
 from jaxsim.mjcf.parse import Element
@@ -97,12 +97,7 @@ class Compiled(dict):
       raise AttributeError(name) from None
 
 
-def _only(elem: Element, allowed: set[str]):
-  for child in elem.children:
-    if child.tag not in allowed:
-      if child.tag in schema.UNSUPPORTED_ELEMENTS:
-        raise child.error(f'{schema.UNSUPPORTED_ELEMENTS[child.tag]} are not supported by jaxsim')
-      raise child.error(f'unknown element <{child.tag}> in <{elem.tag}>')
+_only = schema.only_children
 
 
 _CUBE_FILES = ('fileright', 'fileleft', 'fileup', 'filedown', 'filefront', 'fileback')
@@ -131,103 +126,6 @@ def _ignored_tree(elem: Element):
   _only(elem, set(_BODY_SCHEMA) if nested else set())
   for child in elem.children:
     _ignored_tree(child)
-
-
-# the engine plugins mujoco's Python package registers (its libactuator, libsdf_plugin, libsensor)
-FIRST_PARTY_PLUGINS = (
-  'mujoco.pid',
-  'mujoco.sensor.touch_grid',
-  'mujoco.sdf.bolt',
-  'mujoco.sdf.bowl',
-  'mujoco.sdf.gear',
-  'mujoco.sdf.nut',
-  'mujoco.sdf.torus',
-)
-
-
-TOUCH_GRID = 'mujoco.sensor.touch_grid'
-TOUCH_GRID_KEYS = ('nchannel', 'size', 'fov', 'gamma')
-
-
-def _read_config(elem: Element, plugin: str) -> dict[str, str]:
-  """A plugin instance's <config key value> pairs; touch_grid's keys are its attributes."""
-  _only(elem, {'config'})
-  out = {}
-  for c in elem.children:
-    a = schema.read_attrs(c, {'key': 's', 'value': 's'})
-    for req in ('key', 'value'):
-      if req not in a:
-        raise c.error('required attribute missing', attribute=req)
-    if a['key'] not in TOUCH_GRID_KEYS:
-      raise c.error(f"unrecognized attribute 'plugin:{a['key']}' of {plugin}", attribute='key')
-    if a['key'] in out:
-      raise c.error(f"duplicate config key '{a['key']}'", attribute='key')
-    out[a['key']] = a['value']
-  return out
-
-
-def _read_extension(elem: Element, instances: dict[str, tuple[str, dict, Element]]):
-  """Reads <extension>: declared plugins and their named instances (into `instances`).
-
-  A declared plugin does nothing until an element uses it. jaxsim computes the touch_grid sensor
-  plugin; instances of the other plugins mujoco registers are refused by name, as is every
-  element that would use them (<plugin> in a body, mesh or actuator).
-  """
-  _only(elem, {'plugin'})
-  for p in elem.children:
-    attrs = schema.read_attrs(p, {'plugin': 's'})
-    if 'plugin' not in attrs:
-      raise p.error('required attribute missing', attribute='plugin')
-    name = attrs['plugin']
-    if name not in FIRST_PARTY_PLUGINS:
-      raise p.error(f'plugin {name} not found', attribute='plugin')
-    _only(p, {'instance'})
-    for inst in p.children:
-      if name != TOUCH_GRID:
-        raise inst.error(f'instances of the {name} plugin are not supported by jaxsim')
-      a = schema.read_attrs(inst, {'name': 's'})
-      if 'name' not in a:
-        raise inst.error('required attribute missing', attribute='name')
-      if a['name'] in instances:
-        raise inst.error(f"repeated plugin instance name '{a['name']}'", attribute='name')
-      instances[a['name']] = (name, _read_config(inst, name), inst)
-
-
-def _touch_grid_params(e: Element, config: dict[str, str]) -> tuple[int, int, int, float, ...]:
-  """(nchannel, horizontal, vertical resolution, fov x, fov y in degrees, gamma) of a touch_grid
-  sensor, checked as TouchGrid::Create checks them."""
-
-  def numbers(key):
-    try:
-      return [float(v) for v in config.get(key, '').split()]
-    except ValueError:
-      raise e.error(f'touch_grid config {key!r} must be numbers: {config[key]!r}') from None
-
-  def scalar(key):
-    v = numbers(key)
-    if len(v) > 1:
-      raise e.error(f'touch_grid config {key!r} must be one number')
-    return v[0] if v else 0.0
-
-  nchannel = int(scalar('nchannel')) or 1
-  if not 1 <= nchannel <= 6:
-    raise e.error('touch_grid: nchannel must be between 1 and 6')
-  size = [int(v) for v in numbers('size')]
-  if len(size) != 2:
-    raise e.error('touch_grid: both horizontal and vertical resolutions must be specified')
-  if size[0] <= 0 or size[1] <= 0:
-    raise e.error('touch_grid: horizontal and vertical resolutions must be positive')
-  fov = numbers('fov')
-  if len(fov) != 2:
-    raise e.error('touch_grid: both horizontal and vertical fields of view must be specified')
-  if not 0 < fov[0] <= 180:
-    raise e.error('touch_grid: fov[0] must be in (0, 180] degrees')
-  if not 0 < fov[1] <= 90:
-    raise e.error('touch_grid: fov[1] must be in (0, 90] degrees')
-  gamma = scalar('gamma')
-  if not 0 <= gamma <= 1:
-    raise e.error('touch_grid: gamma must be in [0, 1]')
-  return (nchannel, size[0], size[1], fov[0], fov[1], gamma)
 
 
 class _Compiler:
@@ -387,7 +285,7 @@ class _Compiler:
         _ignored_tree(e)
     self.plugin_instances: dict[str, tuple[str, dict, Element]] = {}
     for e in root.find('extension'):
-      _read_extension(e, self.plugin_instances)
+      plugin.read_extension(e, self.plugin_instances)
     for e in root.find('compiler'):
       self.read_compiler(e)
     # attached models' elements compile with their own angle, eulerseq and autolimits (attach.py)
@@ -2283,7 +2181,7 @@ class _Compiler:
 
   def _plugin_sensor(self, e: Element, a: dict, r: dict) -> None:
     """A sensor computed by an engine plugin (mjSENS_PLUGIN): the touch_grid plugin, its instance
-    named or made for this sensor; `plugin_prm` holds its parameters (_touch_grid_params)."""
+    named or made for this sensor; `plugin_prm` holds its parameters (plugin.touch_grid_params)."""
     if ('plugin' in a) == ('instance' in a):
       raise e.error("exactly one of 'plugin' and 'instance' is required", attribute='plugin')
     if 'instance' in a:
@@ -2295,21 +2193,21 @@ class _Compiler:
       r['plugin'] = list(self.plugin_instances).index(a['instance'])
     else:
       name = a['plugin']
-      if name not in FIRST_PARTY_PLUGINS:
+      if name not in plugin.FIRST_PARTY:
         raise e.error(f'plugin {name} not found', attribute='plugin')
-      if name != TOUCH_GRID:
+      if name != plugin.TOUCH_GRID:
         raise e.error(f'sensor plugin {name} is not supported by jaxsim', attribute='plugin')
-      config = _read_config(e, name)
+      config = plugin.read_config(e, name)
       r['implicit'] = True
       r['plugin'] = len(self.plugin_instances) + self.n_implicit
       self.n_implicit += 1
-    if name != TOUCH_GRID:
+    if name != plugin.TOUCH_GRID:
       raise e.error(f'plugin {name} is not a sensor plugin', attribute='instance')
     if a.get('objtype') != 'site' or 'objname' not in a:
       raise e.error('Touch Grid sensor must be attached to a site', attribute='objtype')
     r['objtype'] = OBJ['site']
     r['objid'] = self.lookup('site', e, 'objname')
-    r['plugin_prm'] = _touch_grid_params(e, config)
+    r['plugin_prm'] = plugin.touch_grid_params(e, config)
     nchannel, sx, sy = r['plugin_prm'][:3]
     r['dim'] = nchannel * sx * sy
     r['needstage'] = 3

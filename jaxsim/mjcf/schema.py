@@ -780,3 +780,12 @@ def read_attrs(
       value = merged
     out[attr] = value
   return out
+
+
+def only_children(elem: Element, allowed: set[str]):
+  """Refuses a child element not in `allowed`: by name where jaxsim lacks it, else as unknown."""
+  for child in elem.children:
+    if child.tag not in allowed:
+      if child.tag in UNSUPPORTED_ELEMENTS:
+        raise child.error(f'{UNSUPPORTED_ELEMENTS[child.tag]} are not supported by jaxsim')
+      raise child.error(f'unknown element <{child.tag}> in <{elem.tag}>')
