@@ -175,25 +175,31 @@ _OK = (
 )
 
 
+_VALUE, _KEY, _SENSOR = ('config', 'value'), ('config', 'key'), ('plugin', None)
+
+
 @pytest.mark.parametrize(
-  'xml, match',
+  'xml, match, where',
   [
-    (_sensor(_OK.format(7, 0)), 'nchannel'),
-    (_sensor(_OK.format(1, 2)), 'gamma'),
-    (_sensor('<config key="size" value="2"/><config key="fov" value="9 9"/>'), 'resolutions'),
-    (_sensor('<config key="size" value="2 0"/><config key="fov" value="9 9"/>'), 'positive'),
-    (_sensor('<config key="size" value="2 2"/><config key="fov" value="200 9"/>'), 'fov'),
-    (_sensor('<config key="size" value="2 2"/><config key="fov" value="9 91"/>'), 'fov'),
-    (_sensor('<config key="size" value="2 2"/>'), 'fields of view'),
-    (_sensor(_OK.format(1, 0), 'objtype="body" objname="world"'), 'site'),
-    (_sensor(_OK.format(1, 0) + '<config key="bogus" value="1"/>'), 'bogus'),
+    (_sensor(_OK.format(7, 0)), 'nchannel', _VALUE),
+    (_sensor(_OK.format(1, 2)), 'gamma', _VALUE),
+    (_sensor('<config key="size" value="2"/><config key="fov" value="9 9"/>'), 'resolut', _VALUE),
+    (_sensor('<config key="size" value="2 0"/><config key="fov" value="9 9"/>'), 'posit', _VALUE),
+    (_sensor('<config key="size" value="2 2"/><config key="fov" value="200 9"/>'), 'fov', _VALUE),
+    (_sensor('<config key="size" value="2 2"/><config key="fov" value="9 91"/>'), 'fov', _VALUE),
+    (_sensor('<config key="size" value="2 2"/>'), 'fields of view', _SENSOR),
+    (_sensor(_OK.format(1, 0), 'objtype="body" objname="world"'), 'site', ('plugin', 'objtype')),
+    (_sensor(_OK.format(1, 0) + '<config key="bogus" value="1"/>'), 'bogus', _KEY),
   ],
 )
-def test_bad_configurations_refused(xml, match):
+def test_bad_configurations_refused(xml, match, where):
+  """Both refuse; jaxsim names the <config> whose value is bad, else the sensor."""
   with pytest.raises(ValueError):
     mujoco.MjModel.from_xml_string(xml)
-  with pytest.raises(jaxsim.ModelError, match=match):
+  with pytest.raises(jaxsim.ModelError, match=match) as err:
     jaxsim.load_string(xml)
+  assert (err.value.element, err.value.attribute) == where
+  assert err.value.line is not None
 
 
 def test_other_plugin_sensors_refused():

@@ -26,8 +26,9 @@ TOUCH_GRID = 'mujoco.sensor.touch_grid'
 TOUCH_GRID_KEYS = ('nchannel', 'size', 'fov', 'gamma')
 
 
-def read_config(elem: Element, plugin: str) -> dict[str, str]:
-  """A plugin instance's <config key value> pairs; touch_grid's keys are its attributes."""
+def read_config(elem: Element, plugin: str) -> dict[str, tuple[str, Element]]:
+  """A plugin instance's <config key value> pairs, each value with its element; touch_grid's
+  keys are its attributes."""
   schema.only_children(elem, {'config'})
   out = {}
   for c in elem.children:
@@ -39,7 +40,7 @@ def read_config(elem: Element, plugin: str) -> dict[str, str]:
       raise c.error(f"unrecognized attribute 'plugin:{a['key']}' of {plugin}", attribute='key')
     if a['key'] in out:
       raise c.error(f"duplicate config key '{a['key']}'", attribute='key')
-    out[a['key']] = a['value']
+    out[a['key']] = (a['value'], c)
   return out
 
 
@@ -70,38 +71,45 @@ def read_extension(elem: Element, instances: dict[str, tuple[str, dict, Element]
       instances[a['name']] = (name, read_config(inst, name), inst)
 
 
-def touch_grid_params(e: Element, config: dict[str, str]) -> tuple[int, int, int, float, ...]:
+def touch_grid_params(
+  e: Element, config: dict[str, tuple[str, Element]]
+) -> tuple[int, int, int, float, float, float]:
   """(nchannel, horizontal, vertical resolution, fov x, fov y in degrees, gamma) of a touch_grid
-  sensor, checked as TouchGrid::Create checks them."""
+  sensor `e`, checked as TouchGrid::Create checks them; errors name the <config> at fault."""
+
+  def fail(key, message):
+    if key in config:
+      raise config[key][1].error(f'touch_grid: {message}', attribute='value')
+    raise e.error(f'touch_grid: {message}')
 
   def numbers(key):
     try:
-      return [float(v) for v in config.get(key, '').split()]
+      return [float(v) for v in config.get(key, ('',))[0].split()]
     except ValueError:
-      raise e.error(f'touch_grid config {key!r} must be numbers: {config[key]!r}') from None
+      fail(key, f'config {key!r} must be numbers')
 
   def scalar(key):
     v = numbers(key)
     if len(v) > 1:
-      raise e.error(f'touch_grid config {key!r} must be one number')
+      fail(key, f'config {key!r} must be one number')
     return v[0] if v else 0.0
 
   nchannel = int(scalar('nchannel')) or 1
   if not 1 <= nchannel <= 6:
-    raise e.error('touch_grid: nchannel must be between 1 and 6')
+    fail('nchannel', 'nchannel must be between 1 and 6')
   size = [int(v) for v in numbers('size')]
   if len(size) != 2:
-    raise e.error('touch_grid: both horizontal and vertical resolutions must be specified')
+    fail('size', 'both horizontal and vertical resolutions must be specified')
   if size[0] <= 0 or size[1] <= 0:
-    raise e.error('touch_grid: horizontal and vertical resolutions must be positive')
+    fail('size', 'horizontal and vertical resolutions must be positive')
   fov = numbers('fov')
   if len(fov) != 2:
-    raise e.error('touch_grid: both horizontal and vertical fields of view must be specified')
+    fail('fov', 'both horizontal and vertical fields of view must be specified')
   if not 0 < fov[0] <= 180:
-    raise e.error('touch_grid: fov[0] must be in (0, 180] degrees')
+    fail('fov', 'fov[0] must be in (0, 180] degrees')
   if not 0 < fov[1] <= 90:
-    raise e.error('touch_grid: fov[1] must be in (0, 90] degrees')
+    fail('fov', 'fov[1] must be in (0, 90] degrees')
   gamma = scalar('gamma')
   if not 0 <= gamma <= 1:
-    raise e.error('touch_grid: gamma must be in [0, 1]')
+    fail('gamma', 'gamma must be in [0, 1]')
   return (nchannel, size[0], size[1], fov[0], fov[1], gamma)
