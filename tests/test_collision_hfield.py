@@ -25,11 +25,22 @@ GEOMS = (
   '<geom type="cylinder" size=".1 .2"/>',
   '<geom type="box" size=".1 .2 .15"/>',
   '<geom type="mesh" mesh="m"/>',
+  '<geom type="mesh" mesh="ball"/>',
+)
+# a second, larger mesh (20 hull vertices, hill-climbed on its graph): the height field's mesh
+# pairs share one group whose tables pad both meshes to the larger
+_K = np.arange(20) + 0.5
+_Z = 1 - 2 * _K / 20
+_R, _PHI = np.sqrt(1 - _Z**2), np.pi * (1 + 5**0.5) * _K
+BALL = ' '.join(
+  f'{0.12 * r * np.cos(f):.6f} {0.1 * r * np.sin(f):.6f} {0.08 * z:.6f}'
+  for r, f, z in zip(_R, _PHI, _Z, strict=True)
 )
 BODIES = ''.join(f'<body pos="{i} 0 1"><freejoint/>{g}</body>' for i, g in enumerate(GEOMS))
 XML = f"""<mujoco><asset>
   <hfield name="h" nrow="9" ncol="11" size="1 1.5 0.5 0.2"/>
-  <mesh name="m" vertex="0 0 0  .2 0 0  0 .2 0  0 0 .2  .1 .1 .15  -.1 .05 .1"/></asset>
+  <mesh name="m" vertex="0 0 0  .2 0 0  0 .2 0  0 0 .2  .1 .1 .15  -.1 .05 .1"/>
+  <mesh name="ball" vertex="{BALL}"/></asset>
   <default><geom contype="1" conaffinity="2"/></default>
   <worldbody>
     <body pos=".1 -.2 .05" euler="5 -8 20">
@@ -127,6 +138,10 @@ def test_window_bounds_mujoco_subgrid():
 def test_hfield_vs_mujoco(models, collide):
   mj, m = models
   assert not driver.unsupported_pairs(m)
+  # one group (one traced collider) for the field's geoms, both meshes in its tables
+  (grp,) = [g for g in driver.groups(m) if g['hfield'] >= 0]
+  assert grp['mesh'] == (-2, -2) and len(set(grp['mesh2'].tolist())) == 2
+  assert m.mesh_data[1].graph is not None
   rng = np.random.default_rng(2)
   q = _states(mj, rng, 40)
   mj.geom_margin[:] = 0

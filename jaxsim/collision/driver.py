@@ -149,7 +149,11 @@ def groups(m: Model) -> list[dict[str, Any]]:
     plane_mesh &= graph[m2]
     keys[plane_mesh, 2] = -2
     keys[plane_mesh, 3] = -2
-  by_table = conv_mesh | plane_mesh
+  # height-field pairs with meshes likewise: one group per height field, not one per mesh (a
+  # robot of 24 collision meshes on two height fields traced 48 groups, 100 s)
+  field_table = on_field & (m2 >= 0)
+  keys[field_table, 3] = -2
+  by_table = conv_mesh | plane_mesh | field_table
   idx_all = np.flatnonzero(keep)
   out: list[dict[str, Any]] = []
   if len(idx_all):
