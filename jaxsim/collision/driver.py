@@ -144,14 +144,14 @@ def groups(m: Model) -> list[dict[str, Any]]:
   keys[conv_mesh] = -8
   # plane-mesh pairs likewise (meshes with a hull graph: hill climbing on padded graphs)
   plane_mesh = ~on_field & (t1 == GeomType.PLANE) & (m2 >= 0)
+  graph = np.array([md.graph is not None for md in m.mesh_data] + [False])
   if plane_mesh.any():
-    graph = np.array([md.graph is not None for md in m.mesh_data] + [False])
     plane_mesh &= graph[m2]
     keys[plane_mesh, 2] = -2
     keys[plane_mesh, 3] = -2
   # height-field pairs with meshes likewise: one group per height field, not one per mesh (a
   # robot of 24 collision meshes on two height fields traced 48 groups, 100 s)
-  field_table = on_field & (m2 >= 0)
+  field_table = on_field & (m2 >= 0) & graph[m2]
   keys[field_table, 3] = -2
   by_table = conv_mesh | plane_mesh | field_table
   idx_all = np.flatnonzero(keep)
