@@ -202,6 +202,24 @@ def test_bad_configurations_refused(xml, match, where):
   assert err.value.line is not None
 
 
+def test_unused_instance_is_checked():
+  """mujoco initialises every plugin instance, so a bad configuration fails even unused."""
+  config = '<config key="nchannel" value="{}"/><config key="size" value="2 2"/>'
+  config += '<config key="fov" value="9 9"/>'
+  xml = (
+    '<mujoco><extension><plugin plugin="mujoco.sensor.touch_grid"><instance name="i">'
+    + config
+    + '</instance></plugin></extension></mujoco>'
+  )
+  ok = xml.format(2)
+  assert jaxsim.load_string(ok).nplugin == mujoco.MjModel.from_xml_string(ok).nplugin == 1
+  with pytest.raises(ValueError):
+    mujoco.MjModel.from_xml_string(xml.format(9))
+  with pytest.raises(jaxsim.ModelError, match='nchannel') as err:
+    jaxsim.load_string(xml.format(9))
+  assert (err.value.element, err.value.attribute) == ('config', 'value')
+
+
 def test_other_plugin_sensors_refused():
   xml = _sensor('').replace('mujoco.sensor.touch_grid', 'mujoco.pid')
   with pytest.raises(jaxsim.ModelError, match='mujoco.pid is not supported'):

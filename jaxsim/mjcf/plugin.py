@@ -68,7 +68,9 @@ def read_extension(elem: Element, instances: dict[str, tuple[str, dict, Element]
         raise inst.error('required attribute missing', attribute='name')
       if a['name'] in instances:
         raise inst.error(f"repeated plugin instance name '{a['name']}'", attribute='name')
-      instances[a['name']] = (name, read_config(inst, name), inst)
+      config = read_config(inst, name)
+      touch_grid_params(inst, config)  # mujoco initialises every instance, used or not
+      instances[a['name']] = (name, config, inst)
 
 
 def touch_grid_params(
