@@ -1834,7 +1834,6 @@ class _Compiler:
   def compile_equality(self, sections: list[Element]):
     out = self.out
     rows = []
-    self.n_implicit = 0
     for sec in sections:
       _only(sec, {'connect', 'weld', 'joint', 'tendon', 'flex', 'flexvert', 'flexstrain'})
       for e in sec.children:
@@ -2003,8 +2002,11 @@ class _Compiler:
     out['sensor_cutoff'] = np.array([r['cutoff'] for r in rows], dtype=float)
     out['sensor_noise'] = np.array([r['noise'] for r in rows], dtype=float)
     # plugin instances: the named ones of <extension>, then one per sensor that names a plugin
-    out['nplugin'] = len(self.plugin_instances) + sum(r.get('implicit', False) for r in rows)
-    out['sensor_plugin'] = np.array([r.get('plugin', -1) for r in rows], dtype=int)
+    implicit = np.array([r.get('implicit', False) for r in rows], dtype=bool)
+    made = len(self.plugin_instances) + np.cumsum(implicit) - 1
+    inst = [made[i] if implicit[i] else r.get('plugin', -1) for i, r in enumerate(rows)]
+    out['nplugin'] = len(self.plugin_instances) + int(implicit.sum())
+    out['sensor_plugin'] = np.array(inst, dtype=int)
     prm = [r.get('plugin_prm', (0.0,) * 6) for r in rows]
     out['sensor_plugin_prm'] = np.array(prm, dtype=float).reshape(-1, 6)
 
@@ -2181,7 +2183,8 @@ class _Compiler:
 
   def _plugin_sensor(self, e: Element, a: dict, r: dict) -> None:
     """A sensor computed by an engine plugin (mjSENS_PLUGIN): the touch_grid plugin, its instance
-    named or made for this sensor; `plugin_prm` holds its parameters (plugin.touch_grid_params)."""
+    named or made for this sensor; `plugin_prm` holds its parameters (plugin.touch_grid_params).
+    <extension> holds instances of touch_grid only (plugin.read_extension refuses the others)."""
     if ('plugin' in a) == ('instance' in a):
       raise e.error("exactly one of 'plugin' and 'instance' is required", attribute='plugin')
     if 'instance' in a:
@@ -2198,11 +2201,7 @@ class _Compiler:
       if name != plugin.TOUCH_GRID:
         raise e.error(f'sensor plugin {name} is not supported by jaxsim', attribute='plugin')
       config = plugin.read_config(e, name)
-      r['implicit'] = True
-      r['plugin'] = len(self.plugin_instances) + self.n_implicit
-      self.n_implicit += 1
-    if name != plugin.TOUCH_GRID:
-      raise e.error(f'plugin {name} is not a sensor plugin', attribute='instance')
+      r['implicit'] = True  # an instance of its own, numbered in compile_sensors
     if a.get('objtype') != 'site' or 'objname' not in a:
       raise e.error('Touch Grid sensor must be attached to a site', attribute='objtype')
     r['objtype'] = OBJ['site']
