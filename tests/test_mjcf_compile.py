@@ -31,7 +31,7 @@ FIELDS = (
   'dof_solimp '
   'geom_type geom_bodyid geom_dataid geom_group geom_priority geom_size geom_pos geom_friction '
   'geom_contype geom_conaffinity geom_condim geom_margin geom_gap geom_solref geom_solimp '
-  'geom_solmix geom_rbound geom_rgba geom_adhesion '
+  'geom_solmix geom_rbound geom_aabb geom_rgba geom_adhesion '
   'site_type site_bodyid site_size site_pos '
   'cam_bodyid cam_mode cam_targetbodyid cam_pos cam_fovy cam_resolution cam_sensorsize '
   'cam_intrinsic '
@@ -465,3 +465,15 @@ def test_dampratio_uses_reflected_inertia():
     </actuator></mujoco>"""
   m, mj = jaxsim.load_string(xml), mujoco.MjModel.from_xml_string(xml)
   _close('actuator_biasprm', m.actuator_biasprm, mj.actuator_biasprm)
+
+
+def test_inertial_with_mass_only_is_a_point_mass():
+  """mjsBody's inertia defaults to zero, so an <inertial> without diaginertia or fullinertia is a
+  point mass (BiGym's floating-base H1 gives mass only on its welded links)."""
+  xml = """<mujoco><worldbody><body><joint/><geom size=".1"/>
+    <body pos=".2 0 0"><inertial pos=".1 0 0" mass="2"/></body>
+    <body pos="0 .3 0"><inertial pos="0 0 0" quat="1 1 0 0" mass="1e-15"/></body>
+    </body></worldbody></mujoco>"""
+  m, mj = jaxsim.load_string(xml), mujoco.MjModel.from_xml_string(xml)
+  for f in ('body_mass', 'body_inertia', 'body_ipos', 'body_subtreemass'):
+    _close(f, getattr(m, f), getattr(mj, f))

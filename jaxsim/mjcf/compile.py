@@ -25,6 +25,7 @@ from jaxsim.mjcf.replicate import expand as expand_replicates
 
 MINVAL = 1e-15
 EPS = 1e-14
+MAXVAL = 1e10  # mjMAXVAL
 # Most numbers an array sized by the model (hfield samples, numeric data, activations, keyframe
 # values) may hold: larger requests are refused with a ModelError rather than a MemoryError.
 MAX_ARRAY = 10**8
@@ -1009,6 +1010,7 @@ class _Compiler:
       size = np.asarray(info['size'], dtype=np.float64)
       if typ == 7:
         g['dataid'] = mid
+        g['aabb_c'] = info['aabb']
         mesh_volume = info
     elif typ == 7:
       raise e.error('a mesh geom needs a mesh', attribute='mesh')
@@ -1112,9 +1114,8 @@ class _Compiler:
             raise ie.error('fullinertia is not positive semi-definite', attribute='fullinertia')
           inert = np.maximum(w, 0.0)
         else:
-          if 'diaginertia' not in ia:
-            raise ie.error('missing inertia: give diaginertia or fullinertia', 'diaginertia')
-          inert = np.array(ia['diaginertia'])
+          # mjsBody's inertia defaults to zero: an <inertial> with a mass only is a point mass.
+          inert = np.array(ia.get('diaginertia', np.zeros(3)))
           iquat = frames.resolve_orientation(ia, self.degree(ie), self.eulerseq(ie), ie)
       if bid > 0 and (ifg == 1 or (ipos is None and ifg == 2)):
         sel = [g for g in b['geoms'] if lo <= g['group'] <= hi and g['mass_c'] > EPS]
@@ -1481,6 +1482,7 @@ class _Compiler:
     out['geom_gap'] = np.array([g['gap'] for g in geoms], dtype=float)
     out['geom_rgba'] = _rows([g['rgba'] for g in geoms], 4)
     out['geom_rbound'] = np.array([_rbound(g, self) for g in geoms], dtype=float)
+    out['geom_aabb'] = _rows([_aabb(g, self) for g in geoms], 6)
     out['geom_fluidshape'] = np.array([g['fluidshape'] for g in geoms], dtype=int)
     out['geom_fluidcoef'] = _rows([g['fluidcoef'] for g in geoms], 5)
     out['geom_surfacevel'] = _rows([g['surfacevel'] for g in geoms], 6)
@@ -2594,6 +2596,21 @@ def _rbound(g: dict, comp: _Compiler) -> float:
     hs = comp.hfields[g['dataid']]['size']
     return math.sqrt(hs[0] ** 2 + hs[1] ** 2 + max(hs[2] ** 2, hs[3] ** 2))
   return 0.0
+
+
+def _aabb(g: dict, comp: _Compiler) -> np.ndarray:
+  """geom_aabb (6,): centre and half-sizes of the bounding box in the geom frame
+  (mjCGeom::ComputeAABB); planes are infinite, as mjMAXVAL boxes below their surface."""
+  s, t = g['size_c'], g['type']
+  if t == 7:
+    return np.asarray(g['aabb_c'], dtype=float)
+  if t == 0:
+    return np.array([0.0, 0.0, -MAXVAL / 2, MAXVAL, MAXVAL, MAXVAL / 2])
+  if t == 1:
+    hs = comp.hfields[g['dataid']]['size']
+    return np.array([0.0, 0.0, (hs[2] - hs[3]) / 2, hs[0], hs[1], (hs[2] + hs[3]) / 2])
+  half = {2: (s[0], s[0], s[0]), 3: (s[0], s[0], s[0] + s[1]), 5: (s[0], s[0], s[1])}
+  return np.concatenate([np.zeros(3), half.get(t, s[:3])])
 
 
 def compile_tree(
