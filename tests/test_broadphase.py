@@ -348,3 +348,36 @@ def test_map_live_computes_live_items_only():
   loss = lambda f: lambda s: jnp.sum(jax.vmap(f, in_axes=(None, 0))(s, lives)['y'] ** 2)  # noqa: E731
   np.testing.assert_allclose(jax.grad(loss(run))(1.5), jax.grad(loss(ref))(1.5), rtol=1e-12)
   np.testing.assert_allclose(jax.jacfwd(loss(run))(1.5), jax.grad(loss(ref))(1.5), rtol=1e-12)
+
+
+def test_oriented_box_test_keeps_touching_pairs_under_the_limit():
+  """Ten planks crossing at the origin and ten small mesh cubes along them, each touching its
+  plank: all 100 mesh-box pairs are within their bounding spheres (the planks' are 0.5 m), more
+  than the group's default limit of 80, and ranked by those spheres the far cubes' pairs would
+  be dropped. The oriented-box test (geom_aabb) passes only the pairs that can touch, so every
+  contact is MuJoCo's and nothing overflows (as BiGym's cabinets: drawers inside their carcass)."""
+  n = 10
+  planks = ''.join(f'<geom type="box" size=".5 .01 .01" euler="0 0 {18 * k}"/>' for k in range(n))
+  cubes = ''.join(
+    f'<geom type="mesh" mesh="c" pos="{(0.12 + 0.035 * k) * np.cos(np.radians(18 * k)):.17g} '
+    f'{(0.12 + 0.035 * k) * np.sin(np.radians(18 * k)):.17g} .02" euler="0 0 {18 * k}"/>'
+    for k in range(n)
+  )
+  xml = f"""<mujoco><option gravity="0 0 0"/><asset><mesh name="c" vertex="-1 -1 -1 1 -1 -1
+    1 1 -1 -1 1 -1 -1 -1 1 1 -1 1 1 1 1 -1 1 1" scale=".015 .015 .015"/></asset>
+    <worldbody>{planks}<body><joint type="slide" axis="0 0 1"/>{cubes}</body></worldbody>
+    </mujoco>"""
+  m = jaxsim.load_string(xml)
+  (grp,) = [g for g in driver.groups(m) if g['convex']]
+  assert broadphase.limit(grp['geom1'], grp['geom2'], True, None) == 80 < len(grp['geom1'])
+  mj = mujoco.MjModel.from_xml_string(xml)
+  md = mujoco.MjData(mj)
+  forward = jax.jit(jaxsim.forward)
+  for z in (0.0, -0.003, 0.004):
+    md.qpos[:] = z
+    mujoco.mj_forward(mj, md)
+    d = forward(m, jaxsim.make_data(m).replace(qpos=jnp.full(1, z)))
+    a = np.asarray(d.contact.active)
+    assert md.ncon >= n and int(d.warning[CONTACTFULL]) == 0
+    np.testing.assert_array_equal(np.asarray(d.contact.geom)[a], md.contact.geom[: md.ncon])
+    np.testing.assert_allclose(np.asarray(d.contact.pos)[a], md.contact.pos[: md.ncon], atol=1e-9)

@@ -33,10 +33,16 @@ PARTNERS = 4
 
 
 def sphere_test(m: Model, d: Data, g1, g2, margin: jax.Array) -> tuple[jax.Array, jax.Array]:
-  """(ok, gap) (n,): mj_filterSphere's verdict, and the gap between the bounding volumes.
+  """(ok, gap) (n,): mj_filterSphere's and mj_collideOBB's verdict, and the gap between the
+  bounding volumes.
 
   Geoms without a bounding radius (planes, height fields) always pass; a plane against a
-  bounded geom measures the geom's centre from the plane.
+  bounded geom measures the geom's centre from the plane. Pairs of bounded geoms (neither a
+  plane nor a height field) must also pass the oriented-box test (MuJoCo's midphase applies it
+  to geom pairs of bodies with several geoms; it only drops pairs farther apart than the
+  margin, so it never removes a contact): among bodies packed inside each other's bounding
+  spheres (BiGym's cabinets: 481 of 540 mesh-box pairs within their spheres, 140 in contact)
+  it keeps the pairs a group's static limit runs to those that can touch.
   """
   rb1, rb2 = m.geom_rbound[g1], m.geom_rbound[g2]
   p1, p2 = d.geom_xpos[g1], d.geom_xpos[g2]
@@ -52,7 +58,32 @@ def sphere_test(m: Model, d: Data, g1, g2, margin: jax.Array) -> tuple[jax.Array
     pgap = pdist - margin - rb2
     ok = jnp.where(plane1 & (rb2 > 0), pgap <= 0, ok)
     gap = jnp.where(plane1 & (rb2 > 0), pgap, gap)
+  gtype = np.asarray(m.geom_type)
+  boxed = np.flatnonzero(
+    ~np.isin(gtype[np.asarray(g1)], (GeomType.PLANE, GeomType.HFIELD))
+    & ~np.isin(gtype[np.asarray(g2)], (GeomType.PLANE, GeomType.HFIELD))
+  )
+  if 'geom_aabb' in m.fields() and len(boxed):
+    sep = obb_gap(m, d, np.asarray(g1)[boxed], np.asarray(g2)[boxed], margin[boxed])
+    ok = ok.at[boxed].set(ok[boxed] & (sep <= 0))
+    gap = gap.at[boxed].set(jnp.maximum(gap[boxed], sep))
   return ok, gap
+
+
+def obb_gap(m: Model, d: Data, g1, g2, margin: jax.Array) -> jax.Array:
+  """The largest separation (n,), less the margin, of two geoms' oriented bounding boxes
+  (geom_aabb) along the boxes' face normals: positive where mj_collideOBB finds them apart."""
+  aabb1, aabb2 = m.geom_aabb[g1], m.geom_aabb[g2]
+  r1, r2 = d.geom_xmat[g1], d.geom_xmat[g2]
+  c1 = d.geom_xpos[g1] + jnp.einsum('nij,nj->ni', r1, aabb1[:, :3])
+  c2 = d.geom_xpos[g2] + jnp.einsum('nij,nj->ni', r2, aabb2[:, :3])
+  h1, h2 = aabb1[:, 3:], aabb2[:, 3:]
+  rel = jnp.abs(jnp.einsum('nka,nkb->nab', r1, r2))  # |axis a of box 1 . axis b of box 2|
+  t = c2 - c1
+  # along box 1's axes, then box 2's
+  sep1 = jnp.abs(jnp.einsum('nka,nk->na', r1, t)) - h1 - jnp.einsum('nab,nb->na', rel, h2)
+  sep2 = jnp.abs(jnp.einsum('nkb,nk->nb', r2, t)) - h2 - jnp.einsum('nab,na->nb', rel, h1)
+  return jnp.maximum(sep1.max(axis=-1), sep2.max(axis=-1)) - margin
 
 
 def limit(g1: np.ndarray, g2: np.ndarray, expensive: bool, requested: int | None) -> int:
