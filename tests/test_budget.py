@@ -1,8 +1,10 @@
-"""Contact budget (<size nconmax>, driver.with_ncon_max): capped Data.contact slots.
+"""Contact budget (driver.with_ncon_max, or <size nconmax> where every slot costs far more):
+capped Data.contact slots.
 
 Within the budget, the capped slots give MuJoCo's contacts, rows and accelerations; beyond it the
 deepest contacts are kept and Data.warning counts the overflow (mjWARN_CONTACTFULL). MuJoCo 4
-grows its contact arena instead, so only the first case is compared with it.
+grows its contact arena instead, so only the first case is compared with it; and <size nconmax>
+that would save less than driver.LEGACY_FACTOR is ignored as MuJoCo 4 ignores it.
 """
 
 from __future__ import annotations
@@ -34,8 +36,10 @@ SCENE = """
 """
 
 
-def _forward(xml):
+def _forward(xml, budget: int | None = None):
   m = jaxsim.load_string(xml)
+  if budget is not None:
+    m = driver.with_ncon_max(m, budget)
   d = jax.jit(jaxsim.forward)(m, jaxsim.make_data(m))
   mj = mujoco.MjModel.from_xml_string(xml)
   md = mujoco.MjData(mj)
@@ -46,7 +50,7 @@ def _forward(xml):
 def test_capped_slots_within_budget_match_mujoco():
   """Three touching spheres, a budget of three slots (of eight collider slots): MuJoCo's physics."""
   xml = SCENE.format(nconmax=3, z0=0.09, z1=0.08, z2=0.5, z3=0.07)
-  m, d, mj, md = _forward(xml)
+  m, d, mj, md = _forward(xml, 3)
   b = driver.budget(m)
   assert b.capped and b.ncon < b.nfull, (b.ncon, b.nfull)
   assert int(d.ncon) == md.ncon == 3
@@ -65,7 +69,7 @@ def test_capped_slots_within_budget_match_mujoco():
 def test_overflow_keeps_the_deepest_and_counts():
   """Four touching spheres, two slots: the two deepest stay, in slot order; one warning."""
   xml = SCENE.format(nconmax=2, z0=0.09, z1=0.08, z2=0.095, z3=0.07)
-  m, d, mj, md = _forward(xml)
+  m, d, mj, md = _forward(xml, 2)
   assert md.ncon == 4  # MuJoCo itself keeps them all
   active = np.asarray(d.contact.active)
   assert int(d.ncon) == 2
@@ -77,6 +81,36 @@ def test_overflow_keeps_the_deepest_and_counts():
   qacc_z = np.asarray(d.qacc)[2::6][:4]
   assert qacc_z[1] > 0 and qacc_z[3] > 0
   np.testing.assert_allclose(qacc_z[[0, 2]], -9.81, rtol=1e-12)
+
+
+def test_legacy_nconmax_is_ignored_where_every_slot_is_affordable():
+  """<size nconmax="5"> on 18 collider slots (3.6x the rows of five): MuJoCo 4 keeps all eight
+  contacts (four spheres, the box's four), and so does jaxsim, in MuJoCo's order."""
+  xml = SCENE.format(nconmax=5, z0=0.09, z1=0.08, z2=0.095, z3=0.07)
+  xml = xml.replace('<body pos="0 1 .2"', '<body pos="0 1 .09"')
+  m, d, mj, md = _forward(xml)
+  b = driver.budget(m)
+  assert not b.capped and b.ncon == b.nfull == 18
+  assert int(d.ncon) == md.ncon == 8 and int(d.warning[CONTACTFULL]) == 0
+  active = np.asarray(d.contact.active)
+  np.testing.assert_array_equal(np.asarray(d.contact.geom)[active], md.contact.geom[: md.ncon])
+  oracle.assert_close('qacc', d.qacc, md.qacc, rtol=1e-9)
+
+
+def test_legacy_nconmax_caps_where_every_slot_costs_far_more():
+  """Twelve spheres (78 collider slots) with <size nconmax="4">: every slot would cost 19.5x the
+  budget's rows, so the budget holds, within it MuJoCo's physics."""
+  bodies = ''.join(
+    f'<body pos="{0.25 * i} 0 {0.09 if i % 4 == 0 else 0.5}"><freejoint/><geom size=".1"/></body>'
+    for i in range(12)
+  )
+  xml = f"""<mujoco><size nconmax="4"/><worldbody><geom type="plane" size="5 5 .1"/>{bodies}
+    </worldbody></mujoco>"""
+  m, d, mj, md = _forward(xml)
+  b = driver.budget(m)
+  assert b.capped and (b.nfull, b.ncon) == (78, 4)
+  assert int(d.ncon) == md.ncon == 3 and int(d.warning[CONTACTFULL]) == 0
+  oracle.assert_close('qacc', d.qacc, md.qacc, rtol=1e-9)
 
 
 def test_without_nconmax_every_slot_is_kept():

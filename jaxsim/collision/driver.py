@@ -3,25 +3,28 @@
 Candidate pairs (pairs.py) are grouped by collider, and for meshes by mesh, for height fields by
 height field, at trace time; each group is one vmapped collider call that fills its pairs' slots.
 A slot holds a contact when its collider emitted one and the pair passed the bounding-sphere
-test. Groups of many GJK/EPA pairs collide only the pairs nearest by their bounding spheres
-(broadphase.py). Contact parameters are mixed from the geoms (or taken from the <pair>) as
-mj_contactParam.
+and oriented-box tests. Groups of many GJK/EPA pairs collide only the pairs nearest by their
+bounding volumes (broadphase.py). Contact parameters are mixed from the geoms (or taken from the
+<pair>) as mj_contactParam.
 
 Contact budget: most candidate pairs never touch at the same time, so the slots of all pairs are
 compacted into `ncon_max(m)` slots (like MJX's and MuJoCo Warp's nconmax), per condim so that
 each slot keeps a static number of constraint rows: the active contacts of a condim class keep
 their slot order, and when there are more than the class has slots the deepest are kept and
-Data.warning[mjWARN_CONTACTFULL] counts the overflow. The budget is asked for by MJCF
-<size nconmax> (as in MuJoCo, where it sizes the contact arena) or `with_ncon_max` (a number, or
-an estimate of the contacts the model can have at once); without one, every collider slot is a
-Data.contact slot, unless the constraint Jacobian of all those slots would pass AUTO_BUDGET_BYTES
-per world (a scene of hundreds of free bodies has hundreds of thousands of candidate pairs): then
-each condim class keeps its share of the slots whose rows fit in it, or the estimate if larger.
-MuJoCo's nconmax bounds all contacts together; here it bounds each condim class.
+Data.warning[mjWARN_CONTACTFULL] counts the overflow. The budget is asked for by
+`with_ncon_max` (a number, or an estimate of the contacts the model can have at once) or by MJCF
+<size nconmax> where every slot would cost more than LEGACY_FACTOR times its rows (MuJoCo 4 reads
+nconmax but keeps every contact); without one, every collider slot is a Data.contact slot, unless
+the constraint Jacobian of all those slots would pass AUTO_BUDGET_BYTES per world (a scene of
+hundreds of free bodies has hundreds of thousands of candidate pairs): then each condim class
+keeps its share of the slots whose rows fit in it, or the estimate if larger. A budget bounds
+each condim class, and Data.contact then holds the classes one after the other: MuJoCo's order
+within a class only.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -40,6 +43,11 @@ WARN_CONTACTFULL = 1  # mjWARN_CONTACTFULL
 MIN_BUDGET = 8  # slots of a condim class the default budget never goes below
 # dense efc_J (rows x nv, float64) above which a model given no budget gets the estimate
 AUTO_BUDGET_BYTES = 256 * 2**20
+# MJCF <size nconmax> (legacy; MuJoCo 4 keeps every contact) becomes a budget only where every
+# collider slot would have more than this many times the budget's constraint rows: Gymnasium's
+# Shadow-hand and Adroit scenes (nconmax 100: 1.2x and 2.7x) keep MuJoCo's contacts in MuJoCo's
+# order, dm_control's dog (nconmax 300: 8.9x, 41k rows) keeps its budget
+LEGACY_FACTOR = 4
 
 
 def _ccd_options(m: Model | None) -> dict[str, Any]:
@@ -243,15 +251,15 @@ class Budget(NamedTuple):
   classes: tuple[tuple[int, np.ndarray, int], ...]
 
 
-def _requested(m: Model) -> int | None | str:
-  """The budget asked for: with_ncon_max, else MJCF <size nconmax>; -1: none (every slot),
-  None: the default estimate (with_ncon_max(m, None)), 'auto': nothing asked."""
+def _requested(m: Model) -> int | None | str | tuple[str, int]:
+  """The budget asked for: with_ncon_max, else ('legacy', MJCF <size nconmax>); -1: none (every
+  slot), None: the default estimate (with_ncon_max(m, None)), 'auto': nothing asked."""
   cp = m.collision_pairs if 'collision_pairs' in m.fields() else {}
   if 'nconmax' in cp:
     n = cp['nconmax']
     return None if n is None else int(n)
   n = m.size.get('nconmax') if 'size' in m.fields() and isinstance(m.size, dict) else None
-  return 'auto' if n is None or int(n) <= 0 else int(n)
+  return 'auto' if n is None or int(n) <= 0 else ('legacy', int(n))
 
 
 def _rows(m: Model, dim: np.ndarray) -> int:
@@ -317,6 +325,9 @@ def budget(m: Model) -> Budget:
   dim_full = np.repeat(pdim, nslot).astype(np.int32)[slot_order(m, grps)]
   nfull = len(dim_full)
   req = _requested(m)
+  legacy = isinstance(req, tuple)
+  if legacy:
+    req = req[1]
   # no budget asked for: every slot, unless their rows would not fit in AUTO_BUDGET_BYTES
   fit = None
   if req == 'auto':
@@ -339,9 +350,11 @@ def budget(m: Model) -> Budget:
       k = len(ids)
     classes.append((int(c), ids, min(len(ids), k)))
   capped = any(k < len(ids) for _, ids, k in classes)
+  dim = np.concatenate([np.full(k, c, np.int32) for c, _, k in classes]) if capped else dim_full
+  if legacy and capped and _rows(m, dim_full) <= LEGACY_FACTOR * _rows(m, dim):
+    capped = False
   if not capped:
     return Budget(nfull, nfull, False, dim_full, ())
-  dim = np.concatenate([np.full(k, c, np.int32) for c, _, k in classes])
   return Budget(nfull, len(dim), True, dim, tuple(classes))
 
 
@@ -506,6 +519,30 @@ def mesh_table(m: Model, mesh: np.ndarray) -> MeshTable | None:
   row = row.reshape(-1).astype(np.int32)
   hull_id = jnp.asarray(hull_id, dtype=jnp.int32)
   return MeshTable(vert, poly, row, hull_vert, hull_id, num.astype(np.int32), gid, gnb)
+
+
+def _plane_mesh_row(
+  fn: Callable[..., Contacts], t: MeshTable, g1: GeomInfo, g2: GeomInfo, margin: jax.Array
+) -> Contacts:
+  """fn (a plane-mesh collider) on one pair, g2's mesh read from its row of the table.
+
+  The row is gathered here, inside the vmap, from a row index XLA cannot see through: gathered
+  for all pairs at trace time, the padded hull graphs (32 x 21612 x 63 int32 in humanoid-bench's
+  G1 scenes) were constants that XLA folded at every compile.
+  """
+  return fn(g1, _table_rows(t, jax.lax.optimization_barrier(g2.mesh), g2), margin)
+
+
+def _table_rows(t: MeshTable, r: jax.Array, g: GeomInfo) -> GeomInfo:
+  """g with the mesh of table rows r: vertices, hull graph, polygons."""
+  return g._replace(
+    vert=t.vert[r],
+    graph_globalid=jnp.asarray(t.graph_globalid)[r],
+    graph_neighbors=jnp.asarray(t.graph_neighbors)[r],
+    nvert=jnp.asarray(t.nvert)[r],
+    mesh=None,
+    poly=None if t.poly is None else sp.MeshPoly(*(x[r] for x in t.poly)),
+  )
 
 
 def _row(t: MeshTable | None, pick: Callable) -> jax.Array | None:
@@ -731,17 +768,11 @@ def collision(m: Model, d: Data) -> Data:
       tables = (mesh_table(m, grp['mesh1']), mesh_table(m, grp['mesh2']))
       info1 = _geom_info(m, d, c1, -1)._replace(mesh=_row(tables[0], pick))
       info2 = _geom_info(m, d, c2, -1)._replace(mesh=_row(tables[1], pick))
-      if not grp['convex']:  # plane-mesh: each pair's mesh gathered from the table
-        t, r = tables[1], _row(tables[1], pick)
-        info2 = info2._replace(
-          vert=t.vert[r],
-          graph_globalid=jnp.asarray(t.graph_globalid)[r],
-          graph_neighbors=jnp.asarray(t.graph_neighbors)[r],
-          nvert=jnp.asarray(t.nvert)[r],
-          rbound=m.geom_rbound[c2],
-          mesh=None,
-          poly=None if t.poly is None else sp.MeshPoly(*(x[r] for x in t.poly)),
-        )
+      if hid >= 0:  # height field-mesh: each pair's mesh gathered from the table
+        info2 = _table_rows(tables[1], _row(tables[1], pick), info2)
+        info2 = info2._replace(rbound=m.geom_rbound[c2])
+      elif not grp['convex']:  # plane-mesh: gathered inside the vmap (_plane_mesh_row)
+        info2 = info2._replace(rbound=m.geom_rbound[c2])
     else:
       info1 = _geom_info(m, d, c1, grp['mesh'][0])
       info2 = _geom_info(m, d, c2, grp['mesh'][1], rbound=hid >= 0)
@@ -784,6 +815,8 @@ def collision(m: Model, d: Data) -> Data:
           **opts,
         )
         overflow |= over
+      elif grp['mesh'] == (-2, -2):
+        c = jax.vmap(functools.partial(_plane_mesh_row, grp['fn'], tables[1]))(info1, info2, cm)
       else:
         c = jax.vmap(grp['fn'])(info1, info2, cm)
     if idx is not None:
