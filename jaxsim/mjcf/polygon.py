@@ -150,12 +150,23 @@ def _next_prime(n: int) -> int:
 
 
 class _HashMap:
-  """Key order of a libc++ std::unordered_map with PairHash, insertions only (__hash_table)."""
+  """Key order of a libc++ std::unordered_map with PairHash, insertions only (__hash_table).
+
+  libc++ keeps one singly linked node list in which each bucket's nodes are contiguous; it is
+  held here as runs, one per bucket, in list order (scanning the flat list for each insertion
+  was quadratic: 36 s of Unitree G1's 40 s load).
+  """
 
   def __init__(self):
-    self.nodes: list[tuple[tuple[float, float], int]] = []  # the node list: (key, hash)
+    self.order: list[int] = []  # buckets in list order
+    self.runs: dict[int, list[tuple[tuple[float, float], int]]] = {}  # bucket -> (key, hash)
+    self.size = 0
     self.bc = 0
     self.values: dict[tuple[float, float], object] = {}
+
+  @property
+  def nodes(self) -> list[tuple[tuple[float, float], int]]:
+    return [node for b in self.order for node in self.runs[b]]
 
   def _bucket(self, h: int) -> int:
     bc = self.bc
@@ -171,24 +182,20 @@ class _HashMap:
       n = _next_prime(n)
     if n <= self.bc:
       return
+    nodes = self.nodes
     self.bc = n
-    first: dict[int, int] = {}  # bucket -> position of its first node in the new list
-    out: list[tuple[tuple[float, float], int]] = []
+    self.order, self.runs = [], {}
     prev_bucket = None
-    for node in self.nodes:
+    for node in nodes:
       b = self._bucket(node[1])
-      if b == prev_bucket or b not in first:
-        # same bucket as the previous node, or a new bucket: stays in place
-        first.setdefault(b, len(out))
-        out.append(node)
+      if b == prev_bucket:
+        self.runs[b].append(node)  # the last run: stays in place
+      elif b not in self.runs:
+        self.order.append(b)  # a new bucket: its run starts here
+        self.runs[b] = [node]
         prev_bucket = b
       else:
-        # spliced in as the new head of its bucket's run
-        out.insert(first[b], node)
-        for k, pos in first.items():
-          if pos > first[b]:
-            first[k] = pos + 1
-    self.nodes = out
+        self.runs[b].insert(0, node)  # spliced in as the new head of its bucket's run
 
   def get(self, key: tuple[float, float]):
     return self.values.get(key)
@@ -196,15 +203,17 @@ class _HashMap:
   def insert(self, key: tuple[float, float], value):
     """Insert a new key (__emplace_unique_key_args)."""
     h = _hash(key)
-    if len(self.nodes) + 1 > self.bc or self.bc == 0:
+    if self.size + 1 > self.bc or self.bc == 0:
       power2 = self.bc > 2 and not (self.bc & (self.bc - 1))
-      self._rehash(max(2 * self.bc + (not power2), len(self.nodes) + 1))
+      self._rehash(max(2 * self.bc + (not power2), self.size + 1))
     b = self._bucket(h)
-    heads = {}
-    for pos, (_, hh) in enumerate(self.nodes):
-      heads.setdefault(self._bucket(hh), pos)
     # the new node heads its bucket's run, or the whole list if the bucket was empty
-    self.nodes.insert(heads.get(b, 0), (key, h))
+    if b in self.runs:
+      self.runs[b].insert(0, (key, h))
+    else:
+      self.order.insert(0, b)
+      self.runs[b] = [(key, h)]
+    self.size += 1
     self.values[key] = value
 
   def items(self):
