@@ -438,6 +438,75 @@ def next_activation(m: Model, d: Data, act: jax.Array, act_dot: jax.Array) -> ja
   return nxt
 
 
+# ------------------------------------------------------------------------------ mujoco.pid
+
+
+def _plugin_actuators(m: Model) -> np.ndarray:
+  """Static ids of the actuators an engine plugin computes (mujoco.pid, the only one)."""
+  if 'actuator_plugin' not in m.fields():
+    return np.zeros(0, np.int64)
+  return np.flatnonzero(np.asarray(m.actuator_plugin) >= 0)
+
+
+def _pid(
+  m: Model, d: Data, ctrl: jax.Array, act_dot: jax.Array, i: np.ndarray
+) -> tuple[jax.Array, jax.Array]:
+  """(act_dot (na,) of the pid activations, force (len(i),)) of mujoco.pid actuators i.
+
+  Mirrors the plugin's ActDot and Compute: the setpoint is ctrl (clamped to ctrlrange) or the
+  actuator's own activation, slew-limited against the previous setpoint after the first step;
+  the error integral is Euler-integrated and clamped, and act_dot moves each plugin activation
+  onto its new value within one timestep. act_dot holds the built-in dynamics' derivatives.
+  """
+  prm = np.asarray(m.actuator_plugin_prm)[i]
+  kp, ki, kd, clamp, slew = (prm[:, k] for k in range(5))
+  dyn = np.asarray(m.actuator_dyntype)[i]
+  adr = np.asarray(m.actuator_actadr)[i]
+  last = _act_last(m)[i]
+  integ = np.flatnonzero(ki != 0)
+  slewed = np.flatnonzero(slew >= 0)
+  int_adr = adr[integ]
+  slew_adr = adr[slewed] + (ki[slewed] != 0)
+  h = m.opt.timestep
+  limited = np.asarray(m.actuator_ctrllimited)[i].astype(bool)
+  u = _clamp(ctrl[i], limited, m.actuator_ctrlrange[i])
+  stateful = dyn != DYN_NONE
+  after = _integrate_act(m, d.act, act_dot)[np.maximum(last, 0)]
+
+  def setpoint(early: np.ndarray) -> jax.Array:
+    sp = u
+    if stateful.any():
+      own = jnp.where(early, after, d.act[np.maximum(last, 0)])
+      sp = jnp.where(stateful, own, u)
+    if slewed.size:
+      prev = d.act[slew_adr]
+      step = slew[slewed] * h
+      lim = jnp.clip(sp[slewed], prev - step, prev + step)
+      sp = sp.at[slewed].set(jnp.where(d.time > 0, lim, sp[slewed]))
+    return sp
+
+  length, velocity = d.actuator_length[i], d.actuator_velocity[i]
+  out = jnp.zeros(m.na, ctrl.dtype)
+  sp = setpoint(np.zeros(len(i), bool))
+  err = sp - length
+  if integ.size:
+    cur = d.act[int_adr]
+    new = jnp.clip(cur + err[integ] * h, -clamp[integ], clamp[integ])
+    out = out.at[int_adr].set((new - cur) / h)
+  if slewed.size:
+    out = out.at[slew_adr].set((sp[slewed] - d.act[slew_adr]) / h)
+
+  early = np.asarray(m.actuator_actearly)[i].astype(bool)
+  err = setpoint(early) - length
+  ctrl_dot = jnp.where(stateful, act_dot[np.maximum(last, 0)], 0.0)
+  integral = jnp.zeros(len(i), ctrl.dtype)
+  if integ.size:
+    cur = d.act[int_adr]
+    integral = integral.at[integ].set(jnp.clip(cur + err[integ] * h, -clamp[integ], clamp[integ]))
+  force = kp * err + kd * (ctrl_dot - velocity) + ki * integral
+  return out, force
+
+
 # ------------------------------------------------------------------------------ forces
 
 
@@ -476,9 +545,13 @@ def actuation(m: Model, d: Data) -> Data:
   bad = jnp.any(jnp.isnan(ctrl) | (jnp.abs(ctrl) > MAXVAL))
   ctrl = jnp.where(bad, 0.0, ctrl)
 
-  # activation derivatives, computed per actuator and stored at its last activation
+  # activation derivatives, computed per actuator and stored at its last activation (plugin
+  # actuators without dynamics keep only the plugin's own activations)
   last = _act_last(m)
-  stateful = np.flatnonzero(last >= 0)
+  plug = _plugin_actuators(m)
+  own = np.zeros(m.nu, bool)
+  own[plug] = dyn[plug] == DYN_NONE
+  stateful = np.flatnonzero((last >= 0) & ~own)
   act_dot = jnp.zeros(m.na, dtype)
   act = jnp.zeros(m.nu, dtype)
   if stateful.size:
@@ -528,6 +601,11 @@ def actuation(m: Model, d: Data) -> Data:
   disabled = _actuator_disabled(m)
   if disabled.any():
     force = jnp.where(disabled, 0.0, force)
+  if plug.size:
+    # plugins compute after the built-in actuators, disabled groups included (mj_fwdActuation)
+    pid_dot, pid_force = _pid(m, d, ctrl, act_dot, plug)
+    act_dot = act_dot + pid_dot
+    force = force.at[plug].set(pid_force)
 
   # tendon actfrcrange: scale all actuators on a tendon so that their total is in range
   trnid = np.asarray(m.actuator_trnid)[:, 0]

@@ -406,8 +406,9 @@ def _constraint_counts(c: Mapping[str, Any]) -> dict[str, int]:
 
 
 # float arrays that are structure, not physics: wrap_prm holds side-site ids and pulley divisors,
-# sensor_plugin_prm the touch grids' resolutions and bin angles
-_STATIC_FLOAT = frozenset({'wrap_prm', 'sensor_plugin_prm'})
+# sensor_plugin_prm the touch grids' resolutions and bin angles, actuator_plugin_prm the pid
+# plugins' gains (their activation layout follows from them)
+_STATIC_FLOAT = frozenset({'wrap_prm', 'sensor_plugin_prm', 'actuator_plugin_prm'})
 
 
 def make_model(compiled: Mapping[str, Any]) -> Model:

@@ -1371,8 +1371,17 @@ CASES = [
   ),
   C(
     'plugin-instance',
+    model(
+      pre='<extension><plugin plugin="mujoco.sdf.torus"><instance name="p"/></plugin></extension>'
+    ),
+    'instances of the mujoco.sdf.torus plugin are not supported by jaxsim',
+    '<instance',
+    'instance',
+  ),
+  C(
+    'pid-instance-unused',
     model(pre='<extension><plugin plugin="mujoco.pid"><instance name="p"/></plugin></extension>'),
-    'instances of the mujoco.pid plugin are not supported by jaxsim',
+    'actuator not found for plugin instance 0',
     '<instance',
     'instance',
   ),
@@ -1414,10 +1423,21 @@ CASES = [
     'dcmotor',
   ),
   C(
-    'plugin-actuator',
+    'plugin-actuator-undeclared',
     model(top='<actuator><plugin joint="j" plugin="mujoco.pid"/></actuator>'),
-    r'actuator type <plugin> is not supported by jaxsim',
+    r"unrecognized plugin 'mujoco.pid' \(not declared in <extension>\)",
     '<plugin',
+    'plugin',
+    'plugin',
+  ),
+  C(
+    'plugin-sensor-undeclared',
+    model(
+      top='<sensor><plugin objtype="site" objname="s" plugin="mujoco.sensor.touch_grid"/></sensor>'
+    ),
+    r"unrecognized plugin 'mujoco.sensor.touch_grid'",
+    '<plugin',
+    'plugin',
     'plugin',
   ),
   C(

@@ -164,7 +164,8 @@ def test_states_exercise_every_path(run):
 
 
 def _sensor(config: str, site: str = 'objtype="site" objname="s"') -> str:
-  return f"""<mujoco><worldbody><body><freejoint/><geom size=".1"/><site name="s"/></body>
+  return f"""<mujoco><extension><plugin plugin="mujoco.sensor.touch_grid"/></extension>
+    <worldbody><body><freejoint/><geom size=".1"/><site name="s"/></body>
     </worldbody><sensor><plugin plugin="mujoco.sensor.touch_grid" {site}>{config}</plugin>
     </sensor></mujoco>"""
 
@@ -221,10 +222,14 @@ def test_unused_instance_is_checked():
 
 
 def test_other_plugin_sensors_refused():
-  xml = _sensor('').replace('mujoco.sensor.touch_grid', 'mujoco.pid')
-  with pytest.raises(jaxsim.ModelError, match='mujoco.pid is not supported'):
+  xml = _sensor('').replace('mujoco.sensor.touch_grid', 'mujoco.pid')  # declared and used
+  with pytest.raises(ValueError, match='does not support sensors'):
+    mujoco.MjModel.from_xml_string(xml)
+  with pytest.raises(jaxsim.ModelError, match="plugin 'mujoco.pid' does not support sensors"):
     jaxsim.load_string(xml)
-  xml = _sensor('').replace('plugin="mujoco.sensor.touch_grid"', 'instance="nope"')
+  with pytest.raises(jaxsim.ModelError, match="unrecognized plugin 'mujoco.sensor.touch_grid'"):
+    jaxsim.load_string(_sensor('').replace('<plugin plugin="mujoco.sensor.touch_grid"/>', ''))
+  xml = _sensor('').replace('plugin="mujoco.sensor.touch_grid" objtype', 'instance="nope" objtype')
   with pytest.raises(ValueError):
     mujoco.MjModel.from_xml_string(xml)
   with pytest.raises(jaxsim.ModelError, match='unknown plugin instance'):

@@ -285,8 +285,10 @@ class _Compiler:
       if e.tag in ('body', 'frame'):
         _ignored_tree(e)
     self.plugin_instances: dict[str, tuple[str, dict, Element]] = {}
+    self.implicit_actuator_plugins = 0
+    self.plugins_declared: set[str] = set()
     for e in root.find('extension'):
-      plugin.read_extension(e, self.plugin_instances)
+      plugin.read_extension(e, self.plugin_instances, self.plugins_declared)
     for e in root.find('compiler'):
       self.read_compiler(e)
     # attached models' elements compile with their own angle, eulerseq and autolimits (attach.py)
@@ -1686,16 +1688,18 @@ class _Compiler:
       for a in sec.children:
         if a.tag in schema.UNSUPPORTED_ACTUATORS:
           raise a.error(f'actuator type <{a.tag}> is not supported by jaxsim')
-        if a.tag not in schema.ACTUATORS:
+        if a.tag not in schema.ACTUATORS and a.tag != 'plugin':
           raise a.error(f'unknown element <{a.tag}> in <actuator>')
-        _only(a, set())
+        _only(a, {'config'} if a.tag == 'plugin' else set())
         cls = self.cls_of(a, 'main')
         base = self.defaults.get(cls, 'general', a)
-        attrs = (
-          self.apply_actuator_shortcut(a, base)
-          if a.tag != 'general'
-          else (schema.read_attrs(a, schema.GENERAL, base))
-        )
+        if a.tag == 'plugin':
+          attrs = schema.read_attrs(a, schema.ACTUATOR_PLUGIN, base)
+          attrs['pid'] = self._plugin_actuator(a, attrs)
+        elif a.tag != 'general':
+          attrs = self.apply_actuator_shortcut(a, base)
+        else:
+          attrs = schema.read_attrs(a, schema.GENERAL, base)
         attrs['elem'] = a
         self.register('actuator', a, len(acts))
         acts.append(attrs)
@@ -1764,6 +1768,8 @@ class _Compiler:
       actdim = attrs['actdim']
       if actdim < 0:
         actnum = 0 if dyn == DYN_NONE else 1
+      elif 'pid' in attrs:
+        actnum = actdim
       else:
         actnum = actdim
         if dyn == DYN_NONE and actdim > 0:
@@ -1772,6 +1778,16 @@ class _Compiler:
           raise a.error("actdim > 1 is only allowed for dyntype 'user'", attribute='actdim')
         if actdim == 0 and dyn != DYN_NONE:
           raise a.error('invalid actdim 0 in stateful actuator', attribute='actdim')
+      if 'pid' in attrs:
+        # Pid::Create: the plugin's activations, then one for a filter or an integrator
+        want = plugin.pid_actdim(attrs['pid'][1])
+        want += int(dyn in (DYN_INTEGRATOR, DYN_FILTER, DYN_FILTEREXACT))
+        if actnum != want:
+          raise a.error(
+            f'actuator {len(rows)} has actdim {actnum}, expected {want}. Add actdim="{want}" '
+            'to the actuator plugin element.',
+            attribute='actdim',
+          )
       na_total += actnum
       if na_total > MAX_ARRAY:
         raise a.error(f'actdim is too large: more than {MAX_ARRAY:.0e} activations', 'actdim')
@@ -1810,6 +1826,58 @@ class _Compiler:
       [np.resize(np.append(r[0]['damping'][1:], [0.0, 0.0]), 2) for r in rows], 2
     )
     out['actuator_armature'] = np.array([r[0]['armature'] for r in rows], dtype=float)
+    # plugin instances: the named ones of <extension>, then one per actuator that names a plugin
+    # (then one per such sensor: compile_sensors)
+    named = len(self.plugin_instances)
+    inst = []
+    for r in rows:
+      ref = r[0].get('pid', (None,))[0]
+      if ref == 'implicit':
+        inst.append(named + self.implicit_actuator_plugins)
+        self.implicit_actuator_plugins += 1
+      else:
+        inst.append(-1 if ref is None else ref)
+    out['actuator_plugin'] = np.array(inst, dtype=int)
+    prm = [r[0]['pid'][1] if 'pid' in r[0] else (0.0,) * 5 for r in rows]
+    out['actuator_plugin_prm'] = np.array(prm, dtype=float).reshape(-1, 5)
+    # Pid::Create fails for an instance no actuator uses
+    for k, (name, _, e) in enumerate(self.plugin_instances.values()):
+      if name == plugin.PID and k not in inst:
+        raise e.error(f'actuator not found for plugin instance {k}')
+
+  def _plugin_actuator(self, a: Element, attrs: dict) -> tuple[int | str, tuple[float, ...]]:
+    """An actuator computed by an engine plugin (mujoco.pid): (its instance, named (an index) or
+    'implicit' (one of its own, numbered in compile_actuators); the pid parameters)."""
+    ref, name, config, at = self._plugin_ref(a, attrs, plugin.PID, 'actuator')
+    return ref, plugin.pid_params(at, config)
+
+  def _plugin_ref(
+    self, e: Element, a: dict, want: str, kind: str
+  ) -> tuple[int | str, str, dict, Element]:
+    """The plugin an actuator or sensor element uses (mjXReader, mjCModel): (instance, a named
+    one's index or 'implicit'; plugin name; its <config>; the element holding it). A named
+    instance wins over the element's own <config>; its plugin must be the element's `plugin`."""
+    if 'plugin' not in a and 'instance' not in a:
+      raise e.error(f"neither 'plugin' nor 'instance' is specified for {kind}", 'plugin')
+    name = a.get('plugin')
+    if name is not None and name not in self.plugins_declared:
+      raise e.error(f"unrecognized plugin '{name}' (not declared in <extension>)", 'plugin')
+    if 'instance' in a:
+      if a['instance'] not in self.plugin_instances:
+        raise e.error(f"unknown plugin instance '{a['instance']}'", attribute='instance')
+      iname, config, inst = self.plugin_instances[a['instance']]
+      if name is not None and name != iname:
+        raise e.error(f"instance '{a['instance']}' is of plugin {iname}, not {name}", 'plugin')
+      name, ref = iname, list(self.plugin_instances).index(a['instance'])
+    else:
+      ref, inst = 'implicit', e
+    if name != want:
+      if name in plugin.KEYS:
+        raise e.error(f"plugin '{name}' does not support {kind}s", attribute='plugin')
+      raise e.error(f'{kind} plugin {name} is not supported by jaxsim', attribute='plugin')
+    if ref == 'implicit':
+      config = plugin.read_config(e, name)
+    return ref, name, config, inst
 
   def inherit_range(self, attrs, trntype, trnid, lim):
     a = attrs['elem']
@@ -2005,9 +2073,10 @@ class _Compiler:
     out['sensor_noise'] = np.array([r['noise'] for r in rows], dtype=float)
     # plugin instances: the named ones of <extension>, then one per sensor that names a plugin
     implicit = np.array([r.get('implicit', False) for r in rows], dtype=bool)
-    made = len(self.plugin_instances) + np.cumsum(implicit) - 1
+    first = len(self.plugin_instances) + self.implicit_actuator_plugins
+    made = first + np.cumsum(implicit) - 1
     inst = [made[i] if implicit[i] else r.get('plugin', -1) for i, r in enumerate(rows)]
-    out['nplugin'] = len(self.plugin_instances) + int(implicit.sum())
+    out['nplugin'] = first + int(implicit.sum())
     out['sensor_plugin'] = np.array(inst, dtype=int)
     prm = [r.get('plugin_prm', (0.0,) * 6) for r in rows]
     out['sensor_plugin_prm'] = np.array(prm, dtype=float).reshape(-1, 6)
@@ -2185,25 +2254,12 @@ class _Compiler:
 
   def _plugin_sensor(self, e: Element, a: dict, r: dict) -> None:
     """A sensor computed by an engine plugin (mjSENS_PLUGIN): the touch_grid plugin, its instance
-    named or made for this sensor; `plugin_prm` holds its parameters (plugin.touch_grid_params).
-    <extension> holds instances of touch_grid only (plugin.read_extension refuses the others)."""
-    if ('plugin' in a) == ('instance' in a):
-      raise e.error("exactly one of 'plugin' and 'instance' is required", attribute='plugin')
-    if 'instance' in a:
-      if a['instance'] not in self.plugin_instances:
-        raise e.error(f"unknown plugin instance '{a['instance']}'", attribute='instance')
-      if e.children:
-        raise e.children[0].error('a sensor naming a plugin instance cannot have <config>')
-      name, config, _ = self.plugin_instances[a['instance']]
-      r['plugin'] = list(self.plugin_instances).index(a['instance'])
-    else:
-      name = a['plugin']
-      if name not in plugin.FIRST_PARTY:
-        raise e.error(f'plugin {name} not found', attribute='plugin')
-      if name != plugin.TOUCH_GRID:
-        raise e.error(f'sensor plugin {name} is not supported by jaxsim', attribute='plugin')
-      config = plugin.read_config(e, name)
+    named or made for this sensor; `plugin_prm` holds its parameters (plugin.touch_grid_params)."""
+    ref, _, config, _ = self._plugin_ref(e, a, plugin.TOUCH_GRID, 'sensor')
+    if ref == 'implicit':
       r['implicit'] = True  # an instance of its own, numbered in compile_sensors
+    else:
+      r['plugin'] = ref
     if a.get('objtype') != 'site' or 'objname' not in a:
       raise e.error('Touch Grid sensor must be attached to a site', attribute='objtype')
     r['objtype'] = OBJ['site']

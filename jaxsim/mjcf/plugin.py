@@ -1,11 +1,14 @@
 """Engine plugins in MJCF: <extension> declarations, plugin instances and their <config>.
 
-jaxsim computes one engine plugin, mujoco.sensor.touch_grid (jaxsim.touchgrid); the others that
-mujoco's Python package registers may be declared but not instantiated, and names it does not
-register are refused as mujoco refuses them.
+jaxsim computes two engine plugins, the mujoco.sensor.touch_grid sensor (jaxsim.touchgrid) and the
+mujoco.pid actuator (jaxsim.actuation); the others that mujoco's Python package registers may be
+declared but not instantiated, and names it does not register are refused as mujoco refuses them.
 """
 
 from __future__ import annotations
+
+import math
+import re
 
 from jaxsim.mjcf import schema
 from jaxsim.mjcf.parse import Element
@@ -23,12 +26,18 @@ FIRST_PARTY = (
 
 
 TOUCH_GRID = 'mujoco.sensor.touch_grid'
-TOUCH_GRID_KEYS = ('nchannel', 'size', 'fov', 'gamma')
+PID = 'mujoco.pid'
+# the plugins jaxsim computes, and the <config> keys (plugin attributes) of each
+KEYS = {
+  TOUCH_GRID: ('nchannel', 'size', 'fov', 'gamma'),
+  PID: ('kp', 'ki', 'kd', 'imax', 'slewmax'),
+}
+_STRTOD = re.compile(r'\s*[-+]?(?:inf(?:inity)?|nan|(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)', re.I)
 
 
 def read_config(elem: Element, plugin: str) -> dict[str, tuple[str, Element]]:
-  """A plugin instance's <config key value> pairs, each value with its element; touch_grid's
-  keys are its attributes."""
+  """A plugin instance's <config key value> pairs, each value with its element; the keys are
+  the plugin's attributes."""
   schema.only_children(elem, {'config'})
   out = {}
   for c in elem.children:
@@ -36,7 +45,7 @@ def read_config(elem: Element, plugin: str) -> dict[str, tuple[str, Element]]:
     for req in ('key', 'value'):
       if req not in a:
         raise c.error('required attribute missing', attribute=req)
-    if a['key'] not in TOUCH_GRID_KEYS:
+    if a['key'] not in KEYS[plugin]:
       raise c.error(f"unrecognized attribute 'plugin:{a['key']}' of {plugin}", attribute='key')
     if a['key'] in out:
       raise c.error(f"duplicate config key '{a['key']}'", attribute='key')
@@ -44,12 +53,15 @@ def read_config(elem: Element, plugin: str) -> dict[str, tuple[str, Element]]:
   return out
 
 
-def read_extension(elem: Element, instances: dict[str, tuple[str, dict, Element]]):
-  """Reads <extension>: declared plugins and their named instances (into `instances`).
+def read_extension(
+  elem: Element, instances: dict[str, tuple[str, dict, Element]], declared: set[str]
+):
+  """Reads <extension>: declared plugins (into `declared`) and their named instances (into
+  `instances`); an element may use only a declared plugin.
 
   A declared plugin does nothing until an element uses it. jaxsim computes the touch_grid sensor
-  plugin; instances of the other plugins mujoco registers are refused by name, as is every
-  element that would use them (<plugin> in a body, mesh or actuator).
+  and pid actuator plugins; instances of the other plugins mujoco registers are refused by name,
+  as is every element that would use them (<plugin> in a body, mesh or geom).
   """
   schema.only_children(elem, {'plugin'})
   for p in elem.children:
@@ -59,9 +71,10 @@ def read_extension(elem: Element, instances: dict[str, tuple[str, dict, Element]
     name = attrs['plugin']
     if name not in FIRST_PARTY:
       raise p.error(f'plugin {name} not found', attribute='plugin')
+    declared.add(name)
     schema.only_children(p, {'instance'})
     for inst in p.children:
-      if name != TOUCH_GRID:
+      if name not in KEYS:
         raise inst.error(f'instances of the {name} plugin are not supported by jaxsim')
       a = schema.read_attrs(inst, {'name': 's'})
       if 'name' not in a:
@@ -69,8 +82,42 @@ def read_extension(elem: Element, instances: dict[str, tuple[str, dict, Element]
       if a['name'] in instances:
         raise inst.error(f"repeated plugin instance name '{a['name']}'", attribute='name')
       config = read_config(inst, name)
-      touch_grid_params(inst, config)  # mujoco initialises every instance, used or not
+      # mujoco initialises every instance, used or not (a pid instance's check needs its
+      # actuators: compile_actuators)
+      (touch_grid_params if name == TOUCH_GRID else pid_params)(inst, config)
       instances[a['name']] = (name, config, inst)
+
+
+def _number(value: str) -> float | None:
+  """A <config> value as PidConfig reads it: None when empty, else strtod's (0 without digits)."""
+  if not value:
+    return None
+  m = _STRTOD.match(value)
+  return float(m.group()) if m else 0.0
+
+
+def pid_params(e: Element, config: dict[str, tuple[str, Element]]) -> tuple[float, ...]:
+  """(kp, ki, kd, integral clamp, slewmax) of a mujoco.pid instance `e`, as PidConfig::FromModel
+  reads them and Pid::Create checks them: the clamp is imax / ki (inf without imax or ki) and
+  slewmax is -1 where not given."""
+
+  def get(key):
+    return _number(config[key][0]) if key in config else None
+
+  kp, ki, kd = (get(k) or 0.0 for k in ('kp', 'ki', 'kd'))
+  imax, slew = get('imax'), get('slewmax')
+  clamp = imax / ki if imax is not None and ki else math.inf
+  if clamp < 0:
+    raise config['imax'][1].error('mujoco.pid: negative imax', attribute='value')
+  if slew is not None and slew < 0:
+    raise config['slewmax'][1].error('mujoco.pid: slewmax must be non-negative', 'value')
+  return (kp, ki, kd, clamp, -1.0 if slew is None else slew)
+
+
+def pid_actdim(prm: tuple[float, ...]) -> int:
+  """Activations a mujoco.pid actuator keeps (Pid::ActDim): the error integral where ki is
+  nonzero, then the previous setpoint where slewmax is given."""
+  return int(prm[1] != 0) + int(prm[4] >= 0)
 
 
 def touch_grid_params(

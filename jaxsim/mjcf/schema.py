@@ -334,7 +334,20 @@ ACTUATORS = {
   'general': GENERAL,
   **{k: {**_ACT_BASE, **_TRN, **v} for k, v in SHORTCUT_PARAMS.items()},
 }
-UNSUPPORTED_ACTUATORS = ('orientation', 'pid', 'dcmotor', 'plugin')
+UNSUPPORTED_ACTUATORS = ('orientation', 'pid', 'dcmotor')
+# <actuator><plugin>: an engine plugin's actuator (mujoco.pid), with general's dynamics
+ACTUATOR_PLUGIN = {
+  **_ACT_BASE,
+  **_TRN,
+  'plugin': 's',
+  'instance': 's',
+  'actlimited': 'e:limited',
+  'actrange': 'f2',
+  'actdim': 'i',
+  'dyntype': 'e:dyn',
+  'dynprm': 'f1-10',
+  'actearly': 'b',
+}
 MESH = {
   'name': 's',
   'class': 's',
