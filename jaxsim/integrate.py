@@ -165,22 +165,21 @@ def _rne_vel_deriv(m: Model, d: Data, bias_fn: Callable[[Data], jax.Array]) -> j
 
 
 def _free_bodies(m: Model) -> np.ndarray:
-  """Dof addresses of free joints of standalone bodies: no other dof and no mass in the subtree.
-
-  These get MuJoCo's local unsymmetric 6x6 solve in implicitfast (mj_isFreeBody).
+  """Dof addresses (static) of the free joints of standalone free bodies, which get MuJoCo's
+  local unsymmetric 6x6 solve in implicitfast (mj_isFreeBody): the body's only joint, no dof
+  below it. Masses below it do not count: MuJoCo 4.0.0 solves a free body with a massive welded
+  child locally too (its qvel matches mj_step only so; MuJoCo's source also compares subtree
+  and body mass).
   """
   jt = np.asarray(m.jnt_type)
   body = np.asarray(m.jnt_bodyid)
-  out = []
   subtree_dofs = np.asarray(m.tree_subtree).astype(bool) @ np.asarray(m.body_dofnum)
-  for j in np.flatnonzero(jt == JT.FREE):
-    b = body[j]
-    if m.body_jntnum[b] != 1 or subtree_dofs[b] != 6:
-      continue
-    if not np.isclose(float(m.body_subtreemass[b]), float(m.body_mass[b])):
-      continue
-    out.append(int(m.jnt_dofadr[j]))
-  return np.asarray(out, dtype=np.int64)
+  joints = [
+    j
+    for j in np.flatnonzero(jt == JT.FREE)
+    if m.body_jntnum[body[j]] == 1 and subtree_dofs[body[j]] == 6
+  ]
+  return np.asarray(m.jnt_dofadr)[np.asarray(joints, dtype=np.int64)]
 
 
 def implicit(m: Model, d: Data, bias_fn: Callable[[Data], jax.Array]) -> Data:

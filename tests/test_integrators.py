@@ -123,3 +123,36 @@ def test_vmap_over_1024_worlds_matches_single_world():
     di = single(m, single(m, d0.replace(qvel=qvel[i], ctrl=ctrl[i])))
     oracle.assert_close(f'world {i} qpos', out.qpos[i], di.qpos, rtol=1e-12)
     oracle.assert_close(f'world {i} qvel', out.qvel[i], di.qvel, rtol=1e-12)
+
+
+FREE = """<mujoco><option integrator="implicitfast" gravity="0 0 -2"/><worldbody>
+  <body name="alone"><freejoint/>
+    <geom type="box" size=".2 .05 .01" mass="1"/></body>
+  <body name="heavy_child" pos="1 0 0"><freejoint/>
+    <geom type="box" size=".1 .05 .02" mass="1"/>
+    <body pos=".2 0 0"><geom type="sphere" size=".05" mass=".5"/></body></body>
+  <body name="empty_child" pos="2 0 0"><freejoint/>
+    <geom type="capsule" size=".03 .2" mass="1"/><body pos="0 .2 0"><site/></body></body>
+</worldbody></mujoco>"""
+
+
+def test_implicitfast_free_bodies_with_a_traced_model():
+  """implicitfast's standalone free bodies (mj_isFreeBody: no joint below them; in MuJoCo 4.0.0
+  a massive welded child does not count) get the local unsymmetric solve with the gyroscopic
+  derivative, also where the model is a jit argument (API.md's jit(vmap(step, in_axes=(None,
+  0)))): the choice read body masses, traced leaves there, and failed. Three bodies tumbling
+  with 7 rad/s about their long axes follow mj_step for 200 steps."""
+  from jaxsim import integrate
+
+  m, mj = jaxsim.load_string(FREE), mujoco.MjModel.from_xml_string(FREE)
+  assert integrate._free_bodies(m).tolist() == [0, 6, 12]
+  md = mujoco.MjData(mj)
+  md.qvel[:] = np.tile([0.3, -0.2, 0.1, 7.0, 0.5, -3.0], 3)
+  d = jaxsim.make_data(m).replace(qvel=jnp.asarray(md.qvel))
+  step = jax.jit(jax.vmap(jaxsim.step, in_axes=(None, 0)))
+  batch = jax.tree_util.tree_map(lambda x: x[None], d)
+  for _ in range(200):
+    mujoco.mj_step(mj, md)
+    batch = step(m, batch)
+  oracle.assert_close('qpos', batch.qpos[0], md.qpos)
+  oracle.assert_close('qvel', batch.qvel[0], md.qvel)
