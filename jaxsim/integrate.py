@@ -14,7 +14,16 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxsim import actuation, dynamics, math, passive
-from jaxsim.types import BiasType, Data, DisableBit, DynType, GainType, IntegratorType, Model
+from jaxsim.types import (
+  BiasType,
+  Data,
+  DisableBit,
+  DynType,
+  GainType,
+  IntegratorType,
+  Model,
+  TrnType,
+)
 from jaxsim.types import JointType as JT
 
 
@@ -131,9 +140,23 @@ def _actuator_vel_deriv(m: Model, d: Data) -> jax.Array:
   lo, hi = m.actuator_forcerange[:, 0], m.actuator_forcerange[:, 1]
   f = d.actuator_force
   clamped = np.asarray(m.actuator_forcelimited).astype(bool) & ((f <= lo) | (f >= hi))
+  # ... nor do joint actuators whose joint's actfrcrange clamps qfrc_actuator (measured on
+  # MuJoCo 4.0.0: Booster T1's hip actuators at its 30 N m joint limit have no qDeriv entry)
+  trn, jid = np.asarray(m.actuator_trntype), np.asarray(m.actuator_trnid)[:, 0]
+  joint = np.isin(trn, (TrnType.JOINT, TrnType.JOINTINPARENT)) & (jid >= 0)
+  if m.njnt and joint.any():
+    jid = np.where(joint, jid, 0)
+    limited = joint & np.asarray(m.jnt_actfrclimited).astype(bool)[jid]
+    if limited.any():
+      q = d.qfrc_actuator[np.asarray(m.jnt_dofadr)[jid]]
+      rng = m.jnt_actfrcrange[jid]
+      clamped = clamped | (limited & ((q <= rng[:, 0]) | (q >= rng[:, 1])))
   b = jnp.where(clamped, 0.0, b)
   mom = d.actuator_moment
-  return mom.T @ (b[:, None] * mom)
+  # within qDeriv's sparsity (dof pairs on one ancestor chain), as MuJoCo's sparse qDeriv: a
+  # tendon actuator across sibling branches (the Panda's fingers) couples them in J'BJ only
+  chain = jnp.asarray(dynamics.dof_chain(m), dtype=mom.dtype)
+  return (mom.T @ (b[:, None] * mom)) * chain
 
 
 def _passive_vel_deriv(m: Model, d: Data) -> jax.Array:

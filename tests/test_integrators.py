@@ -156,3 +156,33 @@ def test_implicitfast_free_bodies_with_a_traced_model():
     batch = step(m, batch)
   oracle.assert_close('qpos', batch.qpos[0], md.qpos)
   oracle.assert_close('qvel', batch.qvel[0], md.qvel)
+
+
+ACT_DERIV = """<mujoco><option integrator="implicitfast" gravity="0 0 0"/><worldbody>
+  <body><joint name="base" axis="0 0 1" actuatorfrcrange="-1 1"/><geom type="box" size=".1 .1 .1"/>
+    <body pos=".1 0 0"><joint name="f1" type="slide" axis="0 1 0"/>
+      <geom size=".02" mass=".1"/></body>
+    <body pos="-.1 0 0"><joint name="f2" type="slide" axis="0 1 0"/>
+      <geom size=".02" mass=".1"/></body>
+  </body></worldbody>
+  <tendon><fixed name="split"><joint joint="f1" coef=".5"/><joint joint="f2" coef=".5"/></fixed>
+  </tendon>
+  <actuator><position joint="base" kp="50" kv="3"/><position tendon="split" kp="20" kv="2"/>
+  </actuator>
+</mujoco>"""
+
+
+def test_implicitfast_actuator_damping_like_mujoco():
+  """The actuators' velocity derivative in implicitfast as MuJoCo 4.0.0 builds qDeriv: a tendon
+  actuator across two sibling fingers (the Panda's gripper) adds no coupling between them
+  (outside qDeriv's sparsity), and a joint actuator whose joint actfrcrange clamps the force
+  (Booster T1's hips) adds no damping while clamped; 120 steps follow mj_step."""
+  m, mj = jaxsim.load_string(ACT_DERIV), mujoco.MjModel.from_xml_string(ACT_DERIV)
+  md = mujoco.MjData(mj)
+  step = jax.jit(jaxsim.step)
+  d = jaxsim.make_data(m)
+  for t in range(120):
+    md.ctrl[:] = (2.0, 0.05) if t < 60 else (0.01, -0.05)
+    d = step(m, d.replace(ctrl=jnp.asarray(md.ctrl)))
+    mujoco.mj_step(mj, md)
+    oracle.assert_close(f'qvel after step {t + 1}', d.qvel, md.qvel, rtol=1e-9)
