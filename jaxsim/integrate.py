@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxsim import actuation, dynamics, math, passive
+from jaxsim import actuation, dynamics, kinematics, math, passive
 from jaxsim.types import (
   BiasType,
   Data,
@@ -168,7 +168,9 @@ def _passive_vel_deriv(m: Model, d: Data) -> jax.Array:
   if passive.has_fluid(m):
     # MuJoCo differentiates its fluid model by hand; here the same force is differentiated
     # exactly by forward-mode AD.
-    out = out + jax.jacfwd(lambda v: passive.fluid(m, d.replace(qvel=v)))(d.qvel)
+    out = out + jax.jacfwd(lambda v: passive.fluid(m, kinematics.com_vel(m, d.replace(qvel=v))))(
+      d.qvel
+    )
   if flags & DisableBit.DAMPER:
     return out
   damping, poly = passive.dof_damping(m)

@@ -125,7 +125,8 @@ def test_vmap_over_1024_worlds_matches_single_world():
     oracle.assert_close(f'world {i} qvel', out.qvel[i], di.qvel, rtol=1e-12)
 
 
-FREE = """<mujoco><option integrator="implicitfast" gravity="0 0 -2"/><worldbody>
+FREE = """<mujoco><option integrator="implicitfast" gravity="0 0 -2" density="1.2" viscosity=".01"/>
+  <worldbody>
   <body name="alone"><freejoint/>
     <geom type="box" size=".2 .05 .01" mass="1"/></body>
   <body name="heavy_child" pos="1 0 0"><freejoint/>
@@ -141,7 +142,8 @@ def test_implicitfast_free_bodies_with_a_traced_model():
   a massive welded child does not count) get the local unsymmetric solve with the gyroscopic
   derivative, also where the model is a jit argument (API.md's jit(vmap(step, in_axes=(None,
   0)))): the choice read body masses, traced leaves there, and failed. Three bodies tumbling
-  with 7 rad/s about their long axes follow mj_step for 200 steps."""
+  with 7 rad/s about their long axes in a fluid (whose velocity derivative was taken with the
+  body velocities held fixed: zero) follow mj_step for 200 steps."""
   from jaxsim import integrate
 
   m, mj = jaxsim.load_string(FREE), mujoco.MjModel.from_xml_string(FREE)
