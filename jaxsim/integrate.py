@@ -207,6 +207,12 @@ def _free_bodies(m: Model) -> np.ndarray:
   return np.asarray(m.jnt_dofadr)[np.asarray(joints, dtype=np.int64)]
 
 
+def implicitfast_qderiv(qderiv: jax.Array) -> jax.Array:
+  """The qDeriv (nv, nv) implicitfast factors: its symmetric part, as mjd_passive_vel
+  symmetrizes the fluid forces' derivative body by body (J'BJ with B's symmetric part)."""
+  return 0.5 * (qderiv + qderiv.T)
+
+
 def implicit(m: Model, d: Data, bias_fn: Callable[[Data], jax.Array]) -> Data:
   """Implicit-in-velocity integration, implicit or implicitfast (mj_implicit).
 
@@ -223,9 +229,9 @@ def implicit(m: Model, d: Data, bias_fn: Callable[[Data], jax.Array]) -> Data:
     qacc = jnp.linalg.solve(d.qM - h * qderiv, qfrc)
     return advance(m, d, d.act_dot, qacc)
 
-  # implicitfast: the symmetric part from the lower triangle of qDeriv, factored by Cholesky
-  low = jnp.tril(qderiv)
-  sym = low + low.T - jnp.diag(jnp.diag(qderiv))
+  # implicitfast: the symmetric part of qDeriv, factored by Cholesky (only the fluid forces'
+  # derivative is unsymmetric: MuJoCo symmetrizes each body's, ellipsoid lift included)
+  sym = implicitfast_qderiv(qderiv)
   free = _free_bodies(m)
   if free.size:
     blocks = free[:, None] + np.arange(6)

@@ -84,10 +84,8 @@ def discrete_acc(m: Model, d: Data) -> jax.Array:
   if integrator == IntegratorType.IMPLICIT:
     qderiv = qderiv - integrate._rne_vel_deriv(m, d, lambda d_: _fwd._bias_of_qvel(m, d_))
     return _solve_m(m, d, (d.qM - h * qderiv) @ qacc)
-  # implicitfast: the symmetric part of qDeriv from its lower triangle, as the integrator uses
-  low = jnp.tril(qderiv)
-  sym = low + low.T - jnp.diag(jnp.diag(qderiv))
-  qfrc = (d.qM - h * sym) @ qacc
+  # implicitfast: the symmetric part of qDeriv, as the integrator uses
+  qfrc = (d.qM - h * integrate.implicitfast_qderiv(qderiv)) @ qacc
   free = integrate._free_bodies(m)
   if free.size:
     # standalone free bodies: the unsymmetric local 6x6 block with the gyroscopic derivative
