@@ -265,9 +265,9 @@ def _obj_motion(
   ang, lin = v[:, :3], v[:, 3:] - jnp.cross(pos - com, v[:, :3])
   if local:
     ang, lin = _rotate_t(mat, ang), _rotate_t(mat, lin)
-  # objects on bodies welded to the world (static or mocap) do not move
-  still = np.asarray(m.body_dofnum)[np.asarray(m.body_weldid)[body]] == 0
-  return jnp.where(still[:, None], 0.0, jnp.concatenate([ang, lin], axis=-1))
+  # objects on bodies welded to the world (static or mocap) have the world's motion: no
+  # velocity, and cacc's -gravity (an accelerometer there reads 9.81 up, as in MuJoCo)
+  return jnp.concatenate([ang, lin], axis=-1)
 
 
 def object_velocity(m: Model, d: Data, objtype, objid, local: bool = False) -> jax.Array:

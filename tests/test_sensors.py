@@ -340,3 +340,28 @@ def test_tracking_and_targeting_cameras():
     d = fn(m, oracle.jx_data(m, *state))
     md = oracle.mj_data(mj, *state)
     oracle.assert_close('sensordata', d.sensordata, md.sensordata, 1e-9, 1e-10)
+
+
+STILL = """<mujoco><worldbody><site name="w" pos=".1 .2 .3"/>
+  <body pos="1 0 0" euler="10 20 30"><site name="s" pos=".1 0 0"/>
+    <geom size=".1" contype="0" conaffinity="0"/></body>
+  <body mocap="true" pos="0 1 0" euler="0 40 0"><site name="m" pos=".1 0 0"/></body>
+  <body pos="0 0 2"><freejoint/><geom size=".1"/><site name="f"/></body></worldbody>
+  <sensor><accelerometer site="w"/><accelerometer site="s"/><accelerometer site="m"/>
+    <accelerometer site="f"/><framelinacc objtype="site" objname="s"/>
+    <framelinacc objtype="site" objname="m"/><frameangacc objtype="site" objname="m"/>
+    <velocimeter site="s"/><framelinvel objtype="site" objname="m"/><gyro site="m"/></sensor>
+</mujoco>"""
+
+
+def test_acceleration_sensors_on_bodies_welded_to_the_world():
+  """Sites on the world, a static body and a mocap body have the world's motion: no velocity,
+  and the world's acceleration -gravity (an accelerometer at rest reads 9.81 up; Menagerie's
+  Barkour v0 has one on the world body), as MuJoCo's cacc."""
+  m, mj = jaxsim.load_string(STILL), mujoco.MjModel.from_xml_string(STILL)
+  md = mujoco.MjData(mj)
+  md.qvel[:] = (0.1, 0.2, 0.3, 1.0, 2.0, 3.0)
+  mujoco.mj_forward(mj, md)
+  d = jax.jit(jaxsim.forward)(m, jaxsim.make_data(m).replace(qvel=jnp.asarray(md.qvel)))
+  assert np.abs(md.sensordata).max() > 9
+  oracle.assert_close('sensordata', d.sensordata, md.sensordata, atol=1e-12)
