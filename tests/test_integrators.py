@@ -209,3 +209,25 @@ def test_implicitfast_symmetrizes_the_fluid_derivative():
     mujoco.mj_step(mj, md)
     d = step(m, d)
   oracle.assert_close('qvel', d.qvel, md.qvel)
+
+
+SPIN = """<mujoco><option integrator="RK4" timestep=".01"/><worldbody>
+  <body pos="0 0 1"><freejoint/><geom type="box" size=".1 .05 .02"/></body>
+  <body pos="1 0 1"><joint type="ball"/><geom type="capsule" fromto="0 0 0 .3 0 0" size=".03"/>
+  </body></worldbody></mujoco>"""
+
+
+def test_rk4_orientations_like_mujoco():
+  """RK4 on ball and free joints is fourth order in MuJoCo 4 (Runge-Kutta-Munthe-Kaas: each
+  stage's angular velocity through dexp^-1 of the stage's rotation); a tumbling box and a ball
+  pendulum follow mj_step for 100 steps (without the correction, 5.7e-6 off after one)."""
+  m, mj = jaxsim.load_string(SPIN), mujoco.MjModel.from_xml_string(SPIN)
+  md = mujoco.MjData(mj)
+  md.qvel[:] = (0.3, -0.2, 0.1, 7.0, 0.5, -3.0, 2.0, -1.0, 3.0)
+  d = jaxsim.make_data(m).replace(qvel=jnp.asarray(md.qvel))
+  step = jax.jit(jaxsim.step)
+  for _ in range(100):
+    mujoco.mj_step(mj, md)
+    d = step(m, d)
+  oracle.assert_close('qpos', d.qpos, md.qpos, atol=1e-12)
+  oracle.assert_close('qvel', d.qvel, md.qvel)
