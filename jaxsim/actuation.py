@@ -485,25 +485,24 @@ def _pid(
       sp = sp.at[slewed].set(jnp.where(d.time > 0, lim, sp[slewed]))
     return sp
 
+  def integral(err: jax.Array) -> jax.Array:
+    # the error integral after this step, clamped (the integrating actuators' entries)
+    return jnp.clip(d.act[int_adr] + err[integ] * h, -clamp[integ], clamp[integ])
+
   length, velocity = d.actuator_length[i], d.actuator_velocity[i]
   out = jnp.zeros(m.na, ctrl.dtype)
   sp = setpoint(np.zeros(len(i), bool))
-  err = sp - length
   if integ.size:
-    cur = d.act[int_adr]
-    new = jnp.clip(cur + err[integ] * h, -clamp[integ], clamp[integ])
-    out = out.at[int_adr].set((new - cur) / h)
+    out = out.at[int_adr].set((integral(sp - length) - d.act[int_adr]) / h)
   if slewed.size:
     out = out.at[slew_adr].set((sp[slewed] - d.act[slew_adr]) / h)
 
   early = np.asarray(m.actuator_actearly)[i].astype(bool)
   err = setpoint(early) - length
   ctrl_dot = jnp.where(stateful, act_dot[np.maximum(last, 0)], 0.0)
-  integral = jnp.zeros(len(i), ctrl.dtype)
+  force = kp * err + kd * (ctrl_dot - velocity)
   if integ.size:
-    cur = d.act[int_adr]
-    integral = integral.at[integ].set(jnp.clip(cur + err[integ] * h, -clamp[integ], clamp[integ]))
-  force = kp * err + kd * (ctrl_dot - velocity) + ki * integral
+    force = force.at[integ].add(ki[integ] * integral(err))
   return out, force
 
 

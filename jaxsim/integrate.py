@@ -153,10 +153,7 @@ def _actuator_vel_deriv(m: Model, d: Data) -> jax.Array:
       clamped = clamped | (limited & ((q <= rng[:, 0]) | (q >= rng[:, 1])))
   b = jnp.where(clamped, 0.0, b)
   mom = d.actuator_moment
-  # within qDeriv's sparsity (dof pairs on one ancestor chain), as MuJoCo's sparse qDeriv: a
-  # tendon actuator across sibling branches (the Panda's fingers) couples them in J'BJ only
-  chain = jnp.asarray(dynamics.dof_chain(m), dtype=mom.dtype)
-  return (mom.T @ (b[:, None] * mom)) * chain
+  return mom.T @ (b[:, None] * mom)
 
 
 def _passive_vel_deriv(m: Model, d: Data) -> jax.Array:
@@ -178,10 +175,16 @@ def _passive_vel_deriv(m: Model, d: Data) -> jax.Array:
   if m.ntendon:
     tdamp, tpoly = passive.tendon_damping(m)
     b = _poly_force_deriv(tdamp, tpoly, d.ten_velocity)
-    # within qDeriv's sparsity (dof pairs on one ancestor chain), as MuJoCo's sparse qDeriv
-    chain = jnp.asarray(dynamics.dof_chain(m), dtype=out.dtype)
-    out = out - (d.ten_J.T @ (b[:, None] * d.ten_J)) * chain
+    out = out - d.ten_J.T @ (b[:, None] * d.ten_J)
   return out
+
+
+def smooth_vel_deriv(m: Model, d: Data) -> jax.Array:
+  """qDeriv (nv, nv): d (qfrc_actuator + qfrc_passive) / d qvel, as mjd_smooth_vel without the
+  bias term, within MuJoCo's sparse qDeriv (dof pairs on one ancestor chain): a tendon or tendon
+  actuator across sibling branches (the Panda's fingers) couples them in J'BJ only."""
+  qderiv = _actuator_vel_deriv(m, d) + _passive_vel_deriv(m, d)
+  return qderiv * jnp.asarray(dynamics.dof_chain(m), dtype=qderiv.dtype)
 
 
 def _rne_vel_deriv(m: Model, d: Data, bias_fn: Callable[[Data], jax.Array]) -> jax.Array:
@@ -223,7 +226,7 @@ def implicit(m: Model, d: Data, bias_fn: Callable[[Data], jax.Array]) -> Data:
   qfrc = d.qfrc_smooth + d.qfrc_constraint
   if not m.nv:
     return advance(m, d, d.act_dot, d.qacc)
-  qderiv = _actuator_vel_deriv(m, d) + _passive_vel_deriv(m, d)
+  qderiv = smooth_vel_deriv(m, d)
   if m.opt.integrator == IntegratorType.IMPLICIT:
     qderiv = qderiv - _rne_vel_deriv(m, d, bias_fn)
     qacc = jnp.linalg.solve(d.qM - h * qderiv, qfrc)

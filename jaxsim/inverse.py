@@ -80,7 +80,7 @@ def discrete_acc(m: Model, d: Data) -> jax.Array:
     qfrc = d.qM @ qacc + h * b * qacc
     # MuJoCo leaves qacc untouched where no dof is damped
     return jnp.where(jnp.any(b != 0), _solve_m(m, d, qfrc), qacc)
-  qderiv = integrate._actuator_vel_deriv(m, d) + integrate._passive_vel_deriv(m, d)
+  qderiv = integrate.smooth_vel_deriv(m, d)
   if integrator == IntegratorType.IMPLICIT:
     qderiv = qderiv - integrate._rne_vel_deriv(m, d, lambda d_: _fwd._bias_of_qvel(m, d_))
     return _solve_m(m, d, (d.qM - h * qderiv) @ qacc)

@@ -44,6 +44,8 @@ def sphere_test(m: Model, d: Data, g1, g2, margin: jax.Array) -> tuple[jax.Array
   spheres (BiGym's cabinets: 481 of 540 mesh-box pairs within their spheres, 140 in contact)
   it keeps the pairs a group's static limit runs to those that can touch.
   """
+  g1, g2 = np.asarray(g1), np.asarray(g2)
+  gtype = np.asarray(m.geom_type)
   rb1, rb2 = m.geom_rbound[g1], m.geom_rbound[g2]
   p1, p2 = d.geom_xpos[g1], d.geom_xpos[g2]
   dist2 = jnp.sum((p1 - p2) ** 2, axis=-1)
@@ -51,20 +53,17 @@ def sphere_test(m: Model, d: Data, g1, g2, margin: jax.Array) -> tuple[jax.Array
   both = (rb1 > 0) & (rb2 > 0)
   ok = jnp.where(both, dist2 <= bound * bound, True)
   gap = jnp.where(both, jnp.sqrt(dist2 + 1e-30) - bound, 0.0)
-  plane1 = np.asarray(m.geom_type)[np.asarray(g1)] == GeomType.PLANE
+  plane1 = gtype[g1] == GeomType.PLANE
   if plane1.any():
     normal = d.geom_xmat[g1][:, :, 2]
     pdist = jnp.sum((p2 - p1) * normal, axis=-1)
     pgap = pdist - margin - rb2
     ok = jnp.where(plane1 & (rb2 > 0), pgap <= 0, ok)
     gap = jnp.where(plane1 & (rb2 > 0), pgap, gap)
-  gtype = np.asarray(m.geom_type)
-  boxed = np.flatnonzero(
-    ~np.isin(gtype[np.asarray(g1)], (GeomType.PLANE, GeomType.HFIELD))
-    & ~np.isin(gtype[np.asarray(g2)], (GeomType.PLANE, GeomType.HFIELD))
-  )
+  unbounded = (GeomType.PLANE, GeomType.HFIELD)
+  boxed = np.flatnonzero(~np.isin(gtype[g1], unbounded) & ~np.isin(gtype[g2], unbounded))
   if 'geom_aabb' in m.fields() and len(boxed):
-    sep = obb_gap(m, d, np.asarray(g1)[boxed], np.asarray(g2)[boxed], margin[boxed])
+    sep = obb_gap(m, d, g1[boxed], g2[boxed], margin[boxed])
     ok = ok.at[boxed].set(ok[boxed] & (sep <= 0))
     gap = gap.at[boxed].set(jnp.maximum(gap[boxed], sep))
   return ok, gap

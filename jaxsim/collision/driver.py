@@ -768,11 +768,12 @@ def collision(m: Model, d: Data) -> Data:
       tables = (mesh_table(m, grp['mesh1']), mesh_table(m, grp['mesh2']))
       info1 = _geom_info(m, d, c1, -1)._replace(mesh=_row(tables[0], pick))
       info2 = _geom_info(m, d, c2, -1)._replace(mesh=_row(tables[1], pick))
-      if hid >= 0:  # height field-mesh: each pair's mesh gathered from the table
+      if not grp['convex']:
+        info2 = info2._replace(rbound=m.geom_rbound[c2])
+      # height field-mesh: each pair's mesh gathered from the table (plane-mesh: inside the
+      # vmap, _plane_mesh_row)
+      if hid >= 0:
         info2 = _table_rows(tables[1], _row(tables[1], pick), info2)
-        info2 = info2._replace(rbound=m.geom_rbound[c2])
-      elif not grp['convex']:  # plane-mesh: gathered inside the vmap (_plane_mesh_row)
-        info2 = info2._replace(rbound=m.geom_rbound[c2])
     else:
       info1 = _geom_info(m, d, c1, grp['mesh'][0])
       info2 = _geom_info(m, d, c2, grp['mesh'][1], rbound=hid >= 0)
