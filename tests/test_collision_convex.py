@@ -23,7 +23,8 @@ ASSETS = {'tet.obj': TET.encode(), 'oct.obj': OCT.encode(), 'cube.obj': CUBE.enc
 NAMES = {2: 'sphere', 3: 'capsule', 4: 'ellipsoid', 5: 'cylinder', 6: 'box'}
 SIZES = {2: '0.3', 3: '0.2 0.3', 4: '0.3 0.2 0.4', 5: '0.25 0.3', 6: '0.3 0.2 0.25'}
 NVERT = 8  # vertex slots (the cube's 8), padded by repeating a vertex
-BATCH = 64  # poses per case: every case is padded to it, so the collider compiles once
+BATCH = 1024  # poses per case: every case is padded to it, so the collider compiles once
+N_RANDOM, N_TOUCH = 800, 112  # random poses, and near-touching ones on each side of contact
 PAIRS = sorted(convex.CONVEX_PAIRS)
 
 
@@ -206,26 +207,34 @@ def _check(collide, t1, t2, margin, n, n_touch, seed):
   return ncon, (count == ncon) & (errs < 1e-5)
 
 
-# pairs where a few poses differ from MuJoCo 4.0.0 (measured, see the report): the share of
-# poses that must match exactly (count, and dist/pos/normal within 1e-5)
+# pairs where a few poses differ from MuJoCo 4.0.0: the share of the 1024 poses that must match
+# (count, and dist/pos/normal within 1e-5), set a little below the share measured on this machine
+# (in brackets: without margin, with margin). Where they differ, the count and the depth agree (to
+# 1e-8) and the normal is 1e-5..4e-5 off: EPA on a smooth surface (sphere, capsule, ellipsoid,
+# cylinder side) stops within ccd_tolerance of the optimum, at a normal that follows the path of
+# its expansion, so a rounding step apart the two stop at slightly different normals.
 NEAR = {
-  # GJK distance on the smooth ellipsoid (or cylinder side) stops ~1e-5 from MuJoCo's normal
-  # at near-touching poses
-  (2, 4): 0.95,
-  (3, 4): 0.95,
-  (3, 5): 0.95,
+  (2, 4): 0.97,  # (1012, 1008)
+  (3, 4): 0.97,  # (1018, 1011)
+  (3, 5): 0.98,  # (1023, 1017)
+  (4, 5): 0.98,  # (1023, 1016); the one without margin touches within ccd_tolerance (below)
   # EPA ties among coplanar faces of a cylinder cap: MuJoCo takes the first in its face map's
-  # order, which decides the rim point a cylinder edge contact runs through
-  (5, 5): 0.95,
-  (5, 7): 0.95,
-  # the same, and cylinder-box poses touching to within ccd_tolerance (|dist| < 1e-6), where
-  # EPA's normal is fixed only to ~1e-3 and follows the last bit of rounding: 3 of 64 poses
-  # differ with fused multiply-adds, 5 with the instruction set capped at AVX as MuJoCo is built
-  (5, 6): 0.9,
+  # order, which decides the rim point a cylinder edge contact runs through (normals 1e-4..4e-3
+  # off at a dozen deep poses); and poses touching to within ccd_tolerance (|dist| < 1e-6),
+  # where EPA's normal is fixed only to ~1e-3 and follows the last bit of rounding (with fused
+  # multiply-adds more of them differ than with the instruction set capped at AVX, as MuJoCo is
+  # built)
+  (5, 5): 0.98,  # (1022, 1020)
+  (5, 6): 0.95,  # (999, 1023)
+  (5, 7): 0.95,  # (999, 1022)
 }
 NEAR_MARGIN = {
-  **{p: 0.95 for p in ((2, 4), (3, 4), (4, 4), (4, 5), (4, 6), (4, 7))},
-  **{p: 0.95 for p in ((5, 5), (5, 6), (5, 7))},
+  **NEAR,
+  (4, 4): 0.95,  # (1024, 1001)
+  (4, 6): 0.98,  # (1024, 1020)
+  (4, 7): 0.98,  # (1024, 1016)
+  (5, 6): 0.98,
+  (5, 7): 0.98,
 }
 
 
@@ -238,17 +247,17 @@ def _assert_matches(ok, share):
 
 @pytest.mark.parametrize('t1, t2', PAIRS)
 def test_convex_vs_mujoco(collide, t1, t2):
-  ncon, ok = _check(collide, t1, t2, 0.0, n=40, n_touch=12, seed=t1 * 10 + t2)
-  assert np.sum(ncon > 0) > 20 and np.sum(ncon == 0) > 8  # deep, shallow and separated poses
+  ncon, ok = _check(collide, t1, t2, 0.0, N_RANDOM, N_TOUCH, seed=t1 * 10 + t2)
+  assert np.sum(ncon > 0) > 400 and np.sum(ncon == 0) > 100  # deep, shallow and separated poses
   if convex.CONVEX_PAIRS[(t1, t2)] > 1:
-    assert np.sum(ncon > 1) >= 1  # multi-contact poses (edge on face, face on face)
+    assert np.sum(ncon > 1) >= 10  # multi-contact poses (edge on face, face on face)
   _assert_matches(ok, NEAR.get((t1, t2)))
 
 
 @pytest.mark.parametrize('t1, t2', PAIRS)
 def test_convex_margin_vs_mujoco(collide, t1, t2):
-  ncon, ok = _check(collide, t1, t2, 0.05, n=40, n_touch=12, seed=t1 * 10 + t2 + 1)
-  assert np.sum(ncon > 0) > 15
+  ncon, ok = _check(collide, t1, t2, 0.05, N_RANDOM, N_TOUCH, seed=t1 * 10 + t2 + 1)
+  assert np.sum(ncon > 0) > 500
   _assert_matches(ok, NEAR_MARGIN.get((t1, t2)))
 
 
