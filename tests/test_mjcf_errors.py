@@ -128,6 +128,61 @@ CASES = [
     attribute='fovy',
   ),
   C('garbage-bytes', b'\x00\xff\xfe\x89PNG\r\n', 'malformed XML', line=1),
+  # -------------------------------------------------------------- visual/statistic (mjXReader)
+  C(
+    'visual-bad-number',
+    model(pre='<visual>\n<map shadowclip="abc"/>\n</visual>'),
+    "expected a number, got 'abc'",
+    at='<map shadowclip',
+    element='map',
+    attribute='shadowclip',
+  ),
+  C(
+    'visual-short-rgba',
+    model(pre='<visual>\n<rgba fog="1 2"/>\n</visual>'),
+    'expected 4 values, got 2',
+    at='<rgba fog',
+    element='rgba',
+    attribute='fog',
+  ),
+  C(
+    'visual-unknown-attribute',
+    model(pre='<visual>\n<global bogus="1"/>\n</visual>'),
+    'unknown attribute of <global>',
+    at='<global bogus',
+    element='global',
+    attribute='bogus',
+  ),
+  C(
+    'visual-twice',
+    model(pre='<visual>\n<global/>\n<global fovy="30"/>\n</visual>'),
+    'given twice in <visual>',
+    at='<global fovy',
+    element='global',
+  ),
+  C(
+    'visual-realtime-zero',
+    model(pre='<visual>\n<global realtime="0"/>\n</visual>'),
+    'realtime must be greater than 0',
+    at='<global realtime',
+    element='global',
+    attribute='realtime',
+  ),
+  C(
+    'statistic-extent-zero',
+    model(pre='<statistic extent="0"/>'),
+    'extent must be strictly positive',
+    at='<statistic',
+    element='statistic',
+    attribute='extent',
+  ),
+  C(
+    'option-flag-twice',
+    model(pre='<option>\n<flag gravity="disable"/>\n<flag contact="disable"/>\n</option>'),
+    'given twice in <option>',
+    at='<flag contact',
+    element='flag',
+  ),
   C('empty-document', '', 'malformed XML: no element found', line=1),
   C('truncated-document', '<mujoco>\n  <worldbody>\n', 'malformed XML: no element found', line=3),
   C(
@@ -1658,6 +1713,49 @@ def test_load_string_refuses(case: Case):
   with pytest.raises(jaxsim.ModelError, match=case.match) as err:
     jaxsim.load_string(case.xml)
   check(err, case)
+
+
+# <visual> children: jaxsim refuses exactly what mjXReader refuses (the grammar only; mjVisual
+# does not enter the physics)
+VISUAL_SNIPPETS = [
+  '<rgba fog=""/>',
+  '<rgba fog="0.1 0.2 0.3 nan"/>',
+  '<rgba fog="1 2 3 4 5"/>',
+  '<headlight active="auto"/>',
+  '<headlight active="2"/>',
+  '<headlight active="3"/>',
+  '<headlight active="true"/>',
+  '<headlight ambient="1"/>',
+  '<global offwidth="-5" fovy=" "/>',
+  '<global offwidth="1.5"/>',
+  '<global orthographic="1"/>',
+  '<global realtime="nan"/>',
+  '<global realtime="-1"/>',
+  '<global fovy="1e400"/>',
+  '<global fovy="0x1p3"/>',
+  '<global cameraid="1e3"/>',
+  '<map fogstart="-inf" zfar="-1"/>',
+  '<map znear="0"/>',
+  '<quality numslices="0"/>',
+  '<quality shadowsize="abc"/>',
+  '<scale framelength="2" frustum="x"/>',
+  '<global><x/></global>',
+]
+
+
+@pytest.mark.parametrize('snippet', VISUAL_SNIPPETS)
+def test_visual_grammar_as_mujoco(snippet):
+  xml = model(pre=f'<visual>{snippet}</visual>')
+  try:
+    mujoco.MjModel.from_xml_string(xml)
+    theirs = True
+  except ValueError:
+    theirs = False
+  if theirs:
+    jaxsim.load_string(xml)
+  else:
+    with pytest.raises(jaxsim.ModelError, match='<(global|quality|headlight|map|scale|rgba|x)>'):
+      jaxsim.load_string(xml)
 
 
 def test_unknown_replicate_attribute_is_named():

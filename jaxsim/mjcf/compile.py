@@ -308,6 +308,8 @@ class _Compiler:
     for e in root.find('statistic'):
       self.statistic = schema.read_attrs(e, schema.STATISTIC, self.statistic)
       _only(e, set())
+      if 'extent' in e.attrs and 'extent' in self.statistic and not self.statistic['extent'] > 0:
+        raise e.error('extent must be strictly positive', attribute='extent')
     self.znear = 0.01  # visual/map znear
     for e in root.find('visual'):
       self.read_visual(e)
@@ -368,6 +370,7 @@ class _Compiler:
 
   def read_compiler(self, e: Element):
     _only(e, {'lengthrange'})
+    schema.unique_children(e, {'lengthrange'})
     attrs = schema.read_attrs(e, schema.COMPILER)
     if attrs.get('coordinate', 0) == 1:
       raise e.error(
@@ -388,6 +391,7 @@ class _Compiler:
 
   def read_option(self, e: Element):
     _only(e, {'flag'})
+    schema.unique_children(e, {'flag'})
     attrs = schema.read_attrs(e, schema.OPTION)
     if attrs.get('timestep', 1.0) <= 0:
       raise e.error('timestep must be positive', attribute='timestep')
@@ -419,16 +423,20 @@ class _Compiler:
             self.opt['enableflags'] &= ~bit
 
   def read_visual(self, e: Element):
-    # Visual settings do not affect physics; their grammar is checked loosely (children only).
-    _only(e, {'global', 'quality', 'headlight', 'map', 'scale', 'rgba'})
-    # except map/znear: a camera without a sensor size takes it as its focal length
-    for mp in e.find('map'):
-      if 'znear' in mp.attrs:
-        loose = {k: 's' for k in mp.attrs}  # the rest of <map> is not read
-        znear = schema.read_attrs(mp, {**loose, 'znear': 'f'})['znear']
-        if not znear > 0:
-          raise mp.error('znear must be positive', attribute='znear')
-        self.znear = float(np.float32(znear))  # mjVisual is single precision
+    """<visual> (mjXReader::Visual): its grammar is checked; only map/znear is kept, as the
+    focal length of a camera without a sensor size."""
+    _only(e, set(schema.VISUAL))
+    schema.unique_children(e, schema.VISUAL)
+    for child in e.children:
+      _only(child, set())
+      attrs = schema.read_attrs(child, schema.VISUAL[child.tag])
+      # C's `<= 0`: nan passes, as in mjXReader
+      if child.tag == 'global' and attrs.get('realtime', 1.0) <= 0:
+        raise child.error('realtime must be greater than 0', attribute='realtime')
+      if child.tag == 'map' and 'znear' in attrs:
+        if attrs['znear'] <= 0:
+          raise child.error('znear must be strictly positive', attribute='znear')
+        self.znear = float(np.float32(attrs['znear']))  # mjVisual is single precision
 
   # ---------------------------------------------------------------- actuator shortcuts
 

@@ -20,6 +20,8 @@ NIMP = 5
 
 ENUMS: dict[str, dict[str, int]] = {
   'bool': {'false': 0, 'true': 1},
+  # mjVisual's headlight.active (MuJoCo 4: a keyword, or the number it stands for)
+  'headlight': {'false': 0, 'true': 1, 'auto': 2, '0': 0, '1': 1, '2': 2},
   'limited': {'false': 0, 'true': 1, 'auto': 2},
   'angle': {'radian': 0, 'degree': 1},
   'coordinate': {'local': 0, 'global': 1},
@@ -536,6 +538,44 @@ SIZE = {
   },
 }
 STATISTIC = {'meaninertia': 'f', 'meanmass': 'f', 'meansize': 'f', 'extent': 'f', 'center': 'f3'}
+# <visual>'s children: read only for their grammar (mjVisual does not enter the physics), so
+# numbers are MuJoCo's plain reals ('r': nan and inf accepted, as mjXReader does)
+VISUAL = {
+  'global': {
+    'cameraid': 'i',
+    'orthographic': 'b',
+    **dict.fromkeys(('fovy', 'ipd', 'azimuth', 'elevation', 'linewidth', 'glow', 'realtime'), 'r'),
+    'offwidth': 'i',
+    'offheight': 'i',
+    'ellipsoidinertia': 'b',
+    'bvactive': 'b',
+  },
+  'quality': dict.fromkeys(('shadowsize', 'offsamples', 'numslices', 'numstacks', 'numquads'), 'i'),
+  'headlight': {'ambient': 'r3', 'diffuse': 'r3', 'specular': 'r3', 'active': 'e:headlight'},
+  'map': dict.fromkeys(
+    (
+      'stiffness stiffnessrot force torque alpha fogstart fogend znear zfar haze shadowclip '
+      'shadowscale actuatortendon'
+    ).split(),
+    'r',
+  ),
+  'scale': dict.fromkeys(
+    (
+      'forcewidth contactwidth contactheight connect com camera light selectpoint jointlength '
+      'jointwidth actuatorlength actuatorwidth framelength framewidth constraint slidercrank '
+      'frustum'
+    ).split(),
+    'r',
+  ),
+  'rgba': dict.fromkeys(
+    (
+      'fog haze force inertia joint actuator actuatornegative actuatorpositive com camera light '
+      'selectpoint connect contactpoint contactforce contactfriction contacttorque contactgap '
+      'rangefinder constraint slidercrank crankbroken frustum bv bvactive'
+    ).split(),
+    'r4',
+  ),
+}
 KEY = {
   'name': 's',
   'time': 'f',
@@ -668,7 +708,7 @@ DEFAULT_CHILDREN = {
 # Attributes not settable in <default> (MuJoCo's 'nodefault').
 NODEFAULT = {'name', 'class', 'lengthrange', *_TRN}
 
-_ARITY = re.compile(r'^(f|i)(\*|\d+(?:-\d+)?)?$')
+_ARITY = re.compile(r'^(f|i|r)(\*|\d+(?:-\d+)?)?$')
 
 
 # Number tokens as MuJoCo's C-locale strtod/strtol read them (ASCII only: Python's float() and
@@ -700,15 +740,15 @@ def _numbers(elem: Element, attr: str, text: str, kind: str) -> list[float]:
         raise elem.error(
           f'number is too large: {_shown(p)} is out of the int32 range', attribute=attr
         )
-    elif _DECIMAL.fullmatch(p):
-      v = float(p)
-    elif _HEX.fullmatch(p):
+    elif _DECIMAL.fullmatch(p) or _HEX.fullmatch(p):
       try:
-        v = float.fromhex(p)
+        v = float(p) if _DECIMAL.fullmatch(p) else float.fromhex(p)
       except OverflowError:
         v = math.inf
+      if kind == 'r' and not math.isfinite(v):
+        raise elem.error(f'number is too large: {_shown(p)}', attribute=attr)
     elif _NONFINITE.fullmatch(p):
-      v = math.nan
+      v = math.nan if 'nan' in p.lower() else math.copysign(math.inf, -1.0 if p[0] == '-' else 1.0)
     else:
       raise elem.error(f'expected a number, got {_shown(p)}', attribute=attr)
     if kind == 'f' and not math.isfinite(v):
@@ -740,15 +780,16 @@ def convert(elem: Element, attr: str, text: str, typ: str):
     if len(values) != 1:
       raise elem.error(f'expected one value, got {len(values)}', attribute=attr)
     return values[0]
+  dtype = np.int64 if kind == 'i' else np.float64
   if count == '*':
-    return np.array(values, dtype=np.float64 if kind == 'f' else np.int64)
+    return np.array(values, dtype=dtype)
   lo, _, hi = count.partition('-')
   lo = int(lo)
   hi = int(hi) if hi else lo
   if not lo <= len(values) <= hi:
     want = str(lo) if lo == hi else f'{lo} to {hi}'
     raise elem.error(f'expected {want} values, got {len(values)}', attribute=attr)
-  return np.array(values, dtype=np.float64 if kind == 'f' else np.int64)
+  return np.array(values, dtype=dtype)
 
 
 # attributes whose one value stands for both of their two (OneTendon's springlength)
@@ -793,6 +834,16 @@ def read_attrs(
       value = merged
     out[attr] = value
   return out
+
+
+def unique_children(elem: Element, names) -> None:
+  """Refuses a second child of a kind MJCF allows once (the schema's '?' elements)."""
+  seen = set()
+  for child in elem.children:
+    if child.tag in names:
+      if child.tag in seen:
+        raise child.error(f'<{child.tag}> given twice in <{elem.tag}>')
+      seen.add(child.tag)
 
 
 def only_children(elem: Element, allowed: set[str]):
