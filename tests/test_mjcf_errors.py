@@ -669,6 +669,24 @@ CASES = [
     'joint',
   ),
   C(
+    'tendon-repeated-joint',
+    model(
+      top='<tendon><fixed>\n<joint joint="j" coef="1"/>\n<joint joint="j" coef="2"/>\n'
+      '</fixed></tendon>'
+    ),
+    'joint at path element 1 is repeated',
+    'coef="2"',
+    'joint',
+    'joint',
+  ),
+  C(
+    'default-child-with-children',
+    model(pre='<default><geom><site/></geom></default>'),
+    'unknown element <site> in <geom>',
+    '<default>',
+    'site',
+  ),
+  C(
     'spatial-tendon-unknown-site',
     model(top='<tendon><spatial><site site="s"/><site site="nope"/></spatial></tendon>'),
     "unknown site 'nope'",

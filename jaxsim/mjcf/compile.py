@@ -1591,6 +1591,9 @@ class _Compiler:
           jid = self.lookup('joint', w, 'joint')
           if self.joints[jid]['type'] not in (JNT_SLIDE, JNT_HINGE):
             raise w.error('fixed tendons can only use hinge and slide joints', attribute='joint')
+          if any(k == WRAP_JOINT and o == jid for k, o, _ in wraps[attrs['adr'] :]):
+            i = len(wraps) - attrs['adr']
+            raise w.error(f'joint at path element {i} is repeated', attribute='joint')
           wraps.append((WRAP_JOINT, jid, a['coef']))
       else:
         _only(t, {'site', 'geom', 'pulley'})

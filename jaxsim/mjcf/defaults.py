@@ -186,6 +186,8 @@ class Defaults:
       if child.tag in seen:
         raise child.error(f'<{child.tag}> given twice in one default class')
       seen.add(child.tag)
+      # no element in a default class has children but a material's texture layers
+      schema.only_children(child, {'layer'} if child.tag == 'material' else set())
       for attr in child.attrs:
         if attr in schema.NODEFAULT:
           raise child.error('attribute cannot be set in a default class', attribute=attr)
