@@ -1776,6 +1776,42 @@ def test_visual_grammar_as_mujoco(snippet):
       jaxsim.load_string(xml)
 
 
+SIZE_SNIPPETS = [
+  'nuserdata="-1"',
+  'nuserdata="3"',
+  'nuser_geom="-2"',
+  'nuser_body="-1" nuser_geom=""',
+  'njmax="-2"',
+  'njmax=""',
+  'nconmax="-2"',
+  'nstack="-5"',
+  'memory="-1"',
+  'memory=" 10M "',
+  'memory="10MB"',
+  'memory="16E"',
+  'memory=""',
+]
+
+
+@pytest.mark.parametrize('attrs', SIZE_SNIPPETS)
+def test_size_checks_as_mujoco(attrs):
+  """<size>: jaxsim refuses the counts and memory strings mjXReader::Size refuses (nuserdata < 0:
+  mujoco cannot make its mjData)."""
+  xml = model(pre=f'<size {attrs}/>')
+  try:
+    mujoco.MjModel.from_xml_string(xml)
+    theirs = True
+  except ValueError:
+    theirs = False
+  if theirs:
+    jaxsim.load_string(xml)
+  else:
+    with pytest.raises(
+      jaxsim.ModelError, match=r"<size> attribute '(nuser\w*|njmax|nconmax|nstack|memory)'"
+    ):
+      jaxsim.load_string(xml)
+
+
 def test_unknown_replicate_attribute_is_named():
   """MuJoCo ignores attributes of <replicate> it does not know (its own test data has
   prefix="A"); jaxsim loads the model as MuJoCo does and names what it ignored."""

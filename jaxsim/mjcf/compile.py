@@ -12,6 +12,7 @@ import io
 import json
 import math
 import os
+import re
 from collections.abc import Callable
 
 import numpy as np
@@ -127,6 +128,34 @@ def _ignored_tree(elem: Element):
   _only(elem, set(_BODY_SCHEMA) if nested else set())
   for child in elem.children:
     _ignored_tree(child)
+
+
+_MEMORY = re.compile(r'\s*(-1|\+?([0-9]+)([KkMmGgTtPpEe]?))\s*')
+_MEMORY_BITS = {'': 0, 'k': 10, 'm': 20, 'g': 30, 't': 40, 'p': 50, 'e': 60}
+
+
+def _check_size(e: Element) -> None:
+  """mjXReader::Size's checks of one <size>: counts at least -1 (auto), mjData's nuserdata at
+  least 0, and memory an unsigned byte count with an optional binary suffix."""
+  given = schema.read_attrs(e, schema.SIZE)
+  for key in ('nconmax', 'nstack', 'njmax'):
+    # read with ReadAttrInt, which refuses an empty value
+    if key in e.attrs and key not in given:
+      raise e.error('expected an integer, got an empty value', attribute=key)
+  for key, value in given.items():
+    if key == 'nuserdata' and value < 0:
+      raise e.error('nuserdata must be >= 0', attribute=key)
+    if key in ('nconmax', 'nstack', 'njmax') or key.startswith('nuser_'):
+      if value < -1:
+        raise e.error(f'{key} must be >= -1', attribute=key)
+  if 'memory' in e.attrs:
+    m = _MEMORY.fullmatch(e.attrs['memory'])
+    big = m and m.group(2) and int(m.group(2)) << _MEMORY_BITS[m.group(3).lower()] >= 2**64
+    if not m or big:
+      raise e.error(
+        'expected an unsigned integer with an optional suffix K, M, G, T, P or E, or -1',
+        attribute='memory',
+      )
 
 
 class _Compiler:
@@ -303,6 +332,7 @@ class _Compiler:
     for e in root.find('size'):
       self.size = schema.read_attrs(e, schema.SIZE, self.size)
       _only(e, set())
+      _check_size(e)
       if 'nkey' in e.attrs:
         self.nkey_elem = e
     for e in root.find('statistic'):
