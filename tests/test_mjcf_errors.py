@@ -669,6 +669,33 @@ CASES = [
     'joint',
   ),
   C(
+    'hfield-one-row',
+    model(pre='<asset>\n<hfield name="h" nrow="1" ncol="3" size="1 1 1 .1"/>\n</asset>'),
+    'hfield dimensions must be at least 2',
+    '<hfield',
+    'hfield',
+    'nrow',
+  ),
+  C(
+    'tendon-negative-armature',
+    model(top='<tendon>\n<fixed armature="-1"><joint joint="j" coef="1"/></fixed>\n</tendon>'),
+    'tendon armature cannot be negative',
+    '<fixed',
+    'fixed',
+    'armature',
+  ),
+  C(
+    'camprojection-without-resolution',
+    model(
+      world='<camera name="c" resolution="0 0"/>',
+      top='<sensor>\n<camprojection site="s" camera="c"/>\n</sensor>',
+    ),
+    'camera projection sensor requires camera resolution',
+    '<camprojection',
+    'camprojection',
+    'camera',
+  ),
+  C(
     'tendon-repeated-joint',
     model(
       top='<tendon><fixed>\n<joint joint="j" coef="1"/>\n<joint joint="j" coef="2"/>\n'

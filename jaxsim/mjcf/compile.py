@@ -840,6 +840,11 @@ class _Compiler:
           data = (data - lo) / (hi - lo) if hi > lo else np.zeros_like(data)
           # MuJoCo stores rows bottom-up: the first row of the attribute is the top (max y) row.
           data = data.reshape(nrow, ncol)[::-1].reshape(-1)
+      if nrow < 2 or ncol < 2:
+        raise elem.error(
+          f'hfield dimensions must be at least 2 (nrow {nrow}, ncol {ncol})',
+          attribute='nrow' if nrow < 2 else 'ncol',
+        )
       self.hfields.append({'size': size, 'nrow': nrow, 'ncol': ncol, 'data': data})
 
   # ---------------------------------------------------------------- bodies
@@ -1654,6 +1659,8 @@ class _Compiler:
       if attrs['num'] == 0:
         raise t.error('a tendon needs at least one path element')
       geom_wrap = any(w[0] in (WRAP_SPHERE, WRAP_CYLINDER) for w in wraps[attrs['adr'] :])
+      if attrs['armature'] < 0:
+        raise t.error('tendon armature cannot be negative', attribute='armature')
       if attrs['armature'] > 0 and geom_wrap:
         raise t.error('geom wrapping not supported by tendon armature', attribute='armature')
       rng = np.array(attrs['range'])
@@ -2180,6 +2187,9 @@ class _Compiler:
       need('camera')
       r['reftype'] = OBJ['camera']
       r['refid'] = self.lookup('camera', e, 'camera')
+      res = np.asarray(self.cameras[r['refid']].get('resolution', (1, 1)))
+      if (res <= 0).any():
+        raise e.error('camera projection sensor requires camera resolution', attribute='camera')
       r['dim'] = 2
     elif tag in (
       'jointpos',
