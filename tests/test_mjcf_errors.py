@@ -677,6 +677,18 @@ CASES = [
     'nrow',
   ),
   C(
+    'skin-face-out-of-range',
+    model(
+      pre='<asset>\n<skin name="k" vertex="0 0 0 1 0 0 0 1 0" face="0 1 5">'
+      '<bone body="b" bindpos="0 0 0" bindquat="1 0 0 0" vertid="0 1 2" vertweight="1 1 1"/>'
+      '</skin>\n</asset>'
+    ),
+    'face vertex index 5 out of range in skin',
+    '<skin',
+    'skin',
+    'face',
+  ),
+  C(
     'tendon-negative-armature',
     model(top='<tendon>\n<fixed armature="-1"><joint joint="j" coef="1"/></fixed>\n</tendon>'),
     'tendon armature cannot be negative',

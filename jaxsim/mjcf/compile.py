@@ -655,6 +655,11 @@ class _Compiler:
     for elem, attrs in self.assets['skin']:
       if attrs.get('material'):
         self.lookup('material', elem, 'material', attrs['material'])
+      if 'vertex' in attrs and 'face' in attrs:
+        nvert = len(attrs['vertex']) // 3
+        bad = [int(i) for i in attrs['face'] if not 0 <= i < nvert]
+        if bad:
+          raise elem.error(f'face vertex index {bad[0]} out of range in skin', attribute='face')
     for s in self.sites:
       if s.get('material'):
         self.lookup('material', s['elem'], 'material', s['material'])
