@@ -12,7 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxsim import actuation, check, dynamics, integrate, kinematics, passive, sensors, tendon
-from jaxsim.types import Data, DisableBit, EnableBit, IntegratorType, Model, TrnType
+from jaxsim.types import Data, DisableBit, EnableBit, IntegratorType, Model, TrnType, check_inputs
 
 
 def check_supported(m: Model) -> None:
@@ -147,6 +147,7 @@ def _forward(m: Model, d: Data, energy: bool = True, sensor: bool = True) -> Dat
 def forward(m: Model, d: Data) -> Data:
   """Every derived quantity and qacc from the state; the state is unchanged (mj_forward)."""
   check_supported(m)
+  check_inputs(m, d)
   return _forward(m, d)
 
 
@@ -157,6 +158,7 @@ def step(m: Model, d: Data) -> Data:
   qacc after it (jaxsim.check; unless the autoreset disable flag is set).
   """
   check_supported(m)
+  check_inputs(m, d)
   d = check.check_pos(m, d)
   d = check.check_vel(m, d)
   integrator = m.opt.integrator
@@ -179,6 +181,7 @@ def step1(m: Model, d: Data) -> Data:
   Controls and applied forces set on the result act in `step2`, as between MuJoCo's two halves.
   """
   check_supported(m)
+  check_inputs(m, d)
   if m.opt.integrator == IntegratorType.VARIATIONAL:
     raise NotImplementedError('the variational integrator has no split step (step1/step2)')
   d = check.check_pos(m, d)
@@ -190,6 +193,7 @@ def step2(m: Model, d: Data) -> Data:
   """Second half of a step after `step1`: actuation, acceleration, constraint forces, then Euler
   or implicit integration; RK4 integrates with Euler here, as mj_step2 does."""
   check_supported(m)
+  check_inputs(m, d)
   if m.opt.integrator == IntegratorType.VARIATIONAL:
     raise NotImplementedError('the variational integrator has no split step (step1/step2)')
   d = _forward_acc(m, d)

@@ -17,7 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxsim import integrate, math, passive, sensors, solver
-from jaxsim.types import Data, DisableBit, EnableBit, IntegratorType, Model
+from jaxsim.types import Data, DisableBit, EnableBit, IntegratorType, Model, check_inputs
 
 # the package exports a function `forward` that shadows the module of the same name
 _fwd = importlib.import_module('jaxsim.forward')
@@ -129,6 +129,7 @@ def inverse(m: Model, d: Data) -> Data:
   they are, as MuJoCo leaves them.
   """
   _fwd.check_supported(m)
+  check_inputs(m, d)
   if m.opt.enableflags & EnableBit.INVDISCRETE:
     _check_discrete(m)
   d = _fwd.fwd_position(m, d)

@@ -481,6 +481,50 @@ def make_contact(ncon: int, dtype) -> Contact:
   return Contact(fields, tuple(fields))
 
 
+def _input_shapes(m: Model) -> dict[str, tuple[tuple[int, ...], str]]:
+  """The Data fields a user sets: their shapes for this model, and what the sizes are."""
+  nv, nu, na, nmocap = m.nv, m.nu, m.na, m.nmocap
+  return {
+    'time': ((), 'a scalar'),
+    'qpos': ((m.nq,), 'nq'),
+    'qvel': ((nv,), 'nv'),
+    'act': ((na,), 'na'),
+    'ctrl': ((nu,), 'nu'),
+    'qacc': ((nv,), 'nv'),
+    'qacc_warmstart': ((nv,), 'nv'),
+    'qfrc_applied': ((nv,), 'nv'),
+    'xfrc_applied': ((m.nbody, 6), 'nbody, 6'),
+    'mocap_pos': ((nmocap, 3), 'nmocap, 3'),
+    'mocap_quat': ((nmocap, 4), 'nmocap, 4'),
+  }
+
+
+def check_inputs(m: Model, d: Data) -> None:
+  """Refuses a Data whose user-set fields (qpos, qvel, ctrl, ...) do not fit the model.
+
+  Runs at trace time on static shapes (free under jit); inside vmap it sees one world's shapes.
+  Raises ValueError naming the field, instead of an error from deep inside the pipeline.
+  """
+  if not isinstance(d, Data):
+    raise TypeError(f'expected a jaxsim.Data, got {type(d).__name__} (see jaxsim.make_data)')
+  have = set(d.fields())
+  for name, (shape, what) in _input_shapes(m).items():
+    if name not in have:
+      continue
+    x = getattr(d, name)
+    if isinstance(x, (list, tuple, str)):
+      raise TypeError(f'Data.{name} must be an array (np.asarray), got {type(x).__name__}')
+    dtype = x.dtype if hasattr(x, 'dtype') else np.asarray(x).dtype
+    if not (jnp.issubdtype(dtype, jnp.floating) or jnp.issubdtype(dtype, jnp.integer)):
+      raise TypeError(f'Data.{name} must be a numeric array, got {type(x).__name__}')
+    got = tuple(np.shape(x))
+    if got != shape:
+      hint = ''
+      if got[1:] == shape:
+        hint = ' Batches of worlds go through jax.vmap (or jaxsim.rollout), not a leading axis.'
+      raise ValueError(f'Data.{name} has shape {got}; this model needs {shape} ({what}).{hint}')
+
+
 def make_data(m: Model, ncon: int | None = None, nefc: int | None = None) -> Data:
   """A Data at the model's qpos0 with zero velocity (mj_makeData + mj_resetData).
 

@@ -94,3 +94,37 @@ def test_name2id(model):
   assert model.name2id('joint', 'j') == 0
   with pytest.raises(KeyError):
     model.name2id('body', 'nope')
+
+
+BAD_DATA = [
+  (
+    'qpos',
+    np.zeros(3),
+    ValueError,
+    r'Data\.qpos has shape \(3,\); this model needs \(5,\) \(nq\)\.(?! Batches)',
+  ),
+  ('qvel', np.zeros((2, 4)), ValueError, r'Data\.qvel .* \(nv\)\. Batches of worlds go through'),
+  ('ctrl', np.zeros(2), ValueError, r'Data\.ctrl has shape \(2,\); this model needs \(1,\)'),
+  ('xfrc_applied', np.zeros(6), ValueError, r'Data\.xfrc_applied .* \(nbody, 6\)'),
+  ('qpos', [0.0] * 5, TypeError, r'Data\.qpos must be an array'),
+  ('qpos', np.array(['a'] * 5), TypeError, r'Data\.qpos must be a numeric array'),
+]
+ENTRIES = {
+  'forward': jaxsim.forward,
+  'step': jaxsim.step,
+  'inverse': jaxsim.inverse,
+  'jit_step': jax.jit(jaxsim.step),
+}
+
+
+@pytest.mark.parametrize(
+  'case, entry',
+  # jit refuses a list or string argument itself, before the step is traced
+  [(c, e) for c in range(len(BAD_DATA)) for e in ENTRIES if not (e == 'jit_step' and c >= 4)],
+)
+def test_bad_data_named(model, case, entry):
+  """A Data that does not fit the model is refused by name at every entry point, not by an
+  error from inside the pipeline."""
+  field, value, error, match = BAD_DATA[case]
+  with pytest.raises(error, match=match):
+    ENTRIES[entry](model, jaxsim.make_data(model).replace(**{field: value}))
