@@ -14,6 +14,7 @@ import re
 import struct
 
 import mujoco
+import numpy as np
 import pytest
 
 import jaxsim
@@ -1858,6 +1859,18 @@ def test_unknown_replicate_attribute_is_named():
   m = jaxsim.load_string(xml)
   assert m.ngeom == mujoco.MjModel.from_xml_string(xml).ngeom
   assert any("'offest' of <replicate>" in u for u in m.unsupported)
+
+
+def test_unknown_frame_attribute_is_ignored_as_mujoco():
+  """MuJoCo 4 ignores attributes of a <frame> in a body tree that it does not know (a fuzz run
+  found a light retagged as a frame, its dir kept); jaxsim loads it the same and names them."""
+  xml = model(world='<frame dir="0 0 1" pos="0.3 0 0" bogus="x"><geom size="0.1"/></frame>')
+  m = jaxsim.load_string(xml)
+  mj = mujoco.MjModel.from_xml_string(xml)
+  assert m.ngeom == mj.ngeom
+  np.testing.assert_allclose(np.asarray(m.geom_pos), mj.geom_pos)
+  assert any("'dir' of <frame>" in u for u in m.unsupported)
+  assert any("'bogus' of <frame>" in u for u in m.unsupported)
 
 
 def test_deep_nesting_refused():

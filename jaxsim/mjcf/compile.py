@@ -868,7 +868,7 @@ class _Compiler:
         self.read_body(child, body, cls, fpos, fquat)
       elif tag == 'frame':
         _only(child, allowed)
-        attrs = schema.read_attrs(child, schema.FRAME)
+        attrs = schema.read_attrs(self.known_frame_attrs(child), schema.FRAME)
         sub = attrs.get('childclass', cls)
         if sub not in self.defaults.classes:
           raise child.error(f'unknown default class {sub!r}', attribute='childclass')
@@ -917,6 +917,19 @@ class _Compiler:
         attrs['elem'] = child
         attrs['frame'] = (fpos, fquat) if framed else None
         body.setdefault(tag + 's', []).append(attrs)
+
+  def known_frame_attrs(self, elem: Element) -> Element:
+    """<frame> without the attributes MuJoCo 4 ignores there (any it does not know), which are
+    listed as unsupported."""
+    unknown = sorted(set(elem.attrs) - set(schema.FRAME))
+    for k in unknown:
+      self.note_unsupported(
+        f'attribute {k!r} of <frame> ({elem.file}:{elem.line}) is ignored, as MuJoCo does'
+      )
+    if not unknown:
+      return elem
+    known = {k: v for k, v in elem.attrs.items() if k in schema.FRAME}
+    return Element(elem.tag, known, elem.children, elem.file, elem.line)
 
   def replicate(self, elem: Element, body: dict, cls: str, fpos, fquat):
     """Expands `<replicate>`: `count` copies, each offset and rotated from the previous one.
