@@ -690,6 +690,29 @@ CASES = [
     'face',
   ),
   C(
+    'skin-bone-unknown-body',
+    model(
+      pre='<asset>\n<skin name="k" vertex="0 0 0 1 0 0 0 1 0" face="0 1 2">\n'
+      '<bone body="nope" bindpos="0 0 0" bindquat="1 0 0 0" vertid="0 1 2" vertweight="1 1 1"/>'
+      '\n</skin>\n</asset>'
+    ),
+    "unknown body 'nope' in skin",
+    'body="nope"',
+    'bone',
+    'body',
+  ),
+  C(
+    'skin-vertex-without-weight',
+    model(
+      pre='<asset>\n<skin name="k" vertex="0 0 0 1 0 0 0 1 0" face="0 1 2">\n'
+      '<bone body="b" bindpos="0 0 0" bindquat="1 0 0 0" vertid="0 1" vertweight="1 1"/>'
+      '\n</skin>\n</asset>'
+    ),
+    'vertex 2 must have positive total weight in skin',
+    '<skin name="k"',
+    'skin',
+  ),
+  C(
     'tendon-negative-armature',
     model(top='<tendon>\n<fixed armature="-1"><joint joint="j" coef="1"/></fixed>\n</tendon>'),
     'tendon armature cannot be negative',

@@ -655,11 +655,7 @@ class _Compiler:
     for elem, attrs in self.assets['skin']:
       if attrs.get('material'):
         self.lookup('material', elem, 'material', attrs['material'])
-      if 'vertex' in attrs and 'face' in attrs:
-        nvert = len(attrs['vertex']) // 3
-        bad = [int(i) for i in attrs['face'] if not 0 <= i < nvert]
-        if bad:
-          raise elem.error(f'face vertex index {bad[0]} out of range in skin', attribute='face')
+      self.check_skin(elem, attrs)
     for s in self.sites:
       if s.get('material'):
         self.lookup('material', s['elem'], 'material', s['material'])
@@ -685,6 +681,44 @@ class _Compiler:
         self.lookup('body', lt['elem'], 'target', lt['target'])
       if lt.get('texture'):
         self.lookup('texture', lt['elem'], 'texture', lt['texture'])
+
+  def check_skin(self, elem: Element, attrs: dict) -> None:
+    """mjCSkin::Compile's checks of a skin (kept for rendering only): bones name bodies, and an
+    inline skin's faces and bone vertices index its vertex list, every vertex weighted."""
+    bones = []
+    for bone in elem.children:
+      _only(bone, set())
+      b = schema.read_attrs(bone, schema.BONE)
+      for req in schema.BONE:
+        if req not in b:
+          raise bone.error('missing required attribute', attribute=req)
+      if bone.attrs['body'] not in self.names.get('body', {}):
+        raise bone.error(f'unknown body {bone.attrs["body"]!r} in skin', attribute='body')
+      if len(b['vertid']) != len(b['vertweight']) or not len(b['vertid']):
+        raise bone.error('vertid and vertweight must have same non-zero size', 'vertweight')
+      bones.append((bone, b))
+    if attrs.get('file'):
+      return  # vertices and faces come from the file, which jaxsim does not read
+    vert, face = attrs.get('vertex', ()), attrs.get('face', ())
+    if not len(vert) or not len(face) or not bones:
+      raise elem.error('missing data in skin: vertex, face and at least one bone')
+    if len(vert) % 3 or len(face) % 3:
+      key = 'vertex' if len(vert) % 3 else 'face'
+      raise elem.error('skin vertex and face data must be multiples of 3', attribute=key)
+    nvert = len(vert) // 3
+    bad = [int(i) for i in face if not 0 <= i < nvert]
+    if bad:
+      raise elem.error(f'face vertex index {bad[0]} out of range in skin', attribute='face')
+    weight = np.zeros(nvert, np.float32)
+    for bone, b in bones:
+      ids = np.asarray(b['vertid'])
+      out = ids[(ids < 0) | (ids >= nvert)]
+      if len(out):
+        raise bone.error(f'vertid {int(out[0])} out of range in skin', attribute='vertid')
+      np.add.at(weight, ids, np.asarray(b['vertweight'], np.float32))
+    light = np.flatnonzero(weight <= MINVAL)
+    if len(light):
+      raise elem.error(f'vertex {int(light[0])} must have positive total weight in skin')
 
   def check_texture_files(self):
     """Opens the image files of textures that are not builtin, as mjCTexture::Compile does.

@@ -441,6 +441,7 @@ BODY = {
   'simple': 's',
   'user': 'f*',
 }
+BONE = {'body': 's', 'bindpos': 'f3', 'bindquat': 'f4', 'vertid': 'i*', 'vertweight': 'f*'}
 FRAME = {'name': 's', 'childclass': 's', 'pos': 'f3', **_ORIENT}
 REPLICATE = {'count': 'i', 'offset': 'f3', 'euler': 'f3', 'sep': 's', 'childclass': 's'}
 INERTIAL = {
