@@ -713,6 +713,14 @@ CASES = [
     'skin',
   ),
   C(
+    'default-empty-class',
+    model(pre='<default>\n<default class="">\n<geom size="1"/>\n</default>\n</default>'),
+    'empty class name',
+    '<default class="">',
+    'default',
+    'class',
+  ),
+  C(
     'tendon-negative-armature',
     model(top='<tendon>\n<fixed armature="-1"><joint joint="j" coef="1"/></fixed>\n</tendon>'),
     'tendon armature cannot be negative',
@@ -1882,6 +1890,13 @@ def test_unknown_replicate_attribute_is_named():
   m = jaxsim.load_string(xml)
   assert m.ngeom == mujoco.MjModel.from_xml_string(xml).ngeom
   assert any("'offest' of <replicate>" in u for u in m.unsupported)
+
+
+def test_top_level_default_with_empty_class_is_main():
+  """<default class=""> at the top is MuJoCo's main class (it loads there, unnamed)."""
+  xml = model(pre='<default class=""><geom size="0.2"/></default>', world='<geom/>')
+  m, mj = jaxsim.load_string(xml), mujoco.MjModel.from_xml_string(xml)
+  np.testing.assert_allclose(np.asarray(m.geom_size), mj.geom_size)
 
 
 def test_unknown_frame_attribute_is_ignored_as_mujoco():

@@ -163,13 +163,16 @@ class Defaults:
         raise elem.error(f'duplicate default class {name!r}', attribute='class')
       self.classes[name] = copy.deepcopy(BUILTIN)
     elif parent is None:
-      name = elem.attrs.get('class', 'main')
+      # an empty name is the unnamed main class, as in mjXReader
+      name = elem.attrs.get('class', 'main') or 'main'
       if name != 'main':
         raise elem.error("the top-level default class must be 'main'", attribute='class')
     else:
       if 'class' not in elem.attrs:
         raise elem.error('a nested <default> needs a class name', attribute='class')
       name = elem.attrs['class']
+      if not name:
+        raise elem.error('empty class name', attribute='class')
       if name in self.classes:
         raise elem.error(f'duplicate default class {name!r}', attribute='class')
       self.classes[name] = copy.deepcopy(self.classes[parent])
