@@ -721,6 +721,14 @@ CASES = [
     'class',
   ),
   C(
+    'builtin-texture-without-height',
+    model(pre='<asset>\n<texture name="t" type="2d" builtin="checker" width="10"/>\n</asset>'),
+    'invalid height of builtin texture',
+    '<texture',
+    'texture',
+    'height',
+  ),
+  C(
     'tendon-negative-armature',
     model(top='<tendon>\n<fixed armature="-1"><joint joint="j" coef="1"/></fixed>\n</tendon>'),
     'tendon armature cannot be negative',

@@ -728,7 +728,13 @@ class _Compiler:
     """
     for elem, attrs in self.assets['texture']:
       if attrs.get('builtin', 0):
-        continue  # a builtin texture ignores its files
+        # a builtin texture ignores its files, but is drawn at its size (mjCTexture::Builtin*):
+        # a 2D one needs a height too, a cube or skybox (the default type) only a width
+        keys = ('width', 'height') if attrs.get('type', 1) == 0 else ('width',)
+        for key in keys:
+          if not attrs.get(key, 0) > 0:
+            raise elem.error(f'invalid {key} of builtin texture', attribute=key)
+        continue
       for key in ('file',) + _CUBE_FILES:
         if not attrs.get(key):
           continue
