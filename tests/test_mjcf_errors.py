@@ -729,6 +729,21 @@ CASES = [
     'height',
   ),
   C(
+    'texture-2d-without-file',
+    model(pre='<asset>\n<texture name="t" type="2d"/>\n</asset>'),
+    'a 2D texture needs a file',
+    '<texture',
+    'texture',
+    'file',
+  ),
+  C(
+    'texture-cube-without-files',
+    model(pre='<asset>\n<texture name="t" type="cube"/>\n</asset>'),
+    'a cube or skybox texture needs a file, cube files or a builtin',
+    '<texture',
+    'texture',
+  ),
+  C(
     'tendon-negative-armature',
     model(top='<tendon>\n<fixed armature="-1"><joint joint="j" coef="1"/></fixed>\n</tendon>'),
     'tendon armature cannot be negative',

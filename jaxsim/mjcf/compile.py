@@ -735,6 +735,11 @@ class _Compiler:
           if not attrs.get(key, 0) > 0:
             raise elem.error(f'invalid {key} of builtin texture', attribute=key)
         continue
+      if not attrs.get('file'):
+        if attrs.get('type', 1) == 0:
+          raise elem.error('a 2D texture needs a file (or a builtin)', attribute='file')
+        if not any(attrs.get(k) for k in _CUBE_FILES):
+          raise elem.error('a cube or skybox texture needs a file, cube files or a builtin')
       for key in ('file',) + _CUBE_FILES:
         if not attrs.get(key):
           continue
