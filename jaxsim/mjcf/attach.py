@@ -329,7 +329,8 @@ class _Expansion:
           self.lists.setdefault(key, []).append(out)
     if child is not None and child.root.find('keyframe'):
       self.copy_keys(a, child, prefix, first, names)
-    return Element('frame', frame_attrs, copies, a.file, a.line)
+    # '_attach': the attached tree is checked as its own file (not leniently, as in a <frame>)
+    return Element('frame', {**frame_attrs, '_attach': ''}, copies, a.file, a.line)
 
   # ---------------------------------------------------------------- copies
 

@@ -899,18 +899,24 @@ class _Compiler:
 
   # ---------------------------------------------------------------- bodies
 
-  def read_body_children(self, elem: Element, body: dict, cls: str, fpos, fquat):
-    """Reads a body's (or frame's) children; `fpos, fquat` is the enclosing frame's pose."""
+  def read_body_children(self, elem: Element, body: dict, cls: str, fpos, fquat, lax: bool = False):
+    """Reads a body's (or frame's) children; `fpos, fquat` is the enclosing frame's pose.
+
+    lax: inside a <frame> or <replicate> of the model's own XML, where MuJoCo 4's schema check
+    does not reach: unknown attributes and children of leaf elements are ignored (and listed).
+    """
     allowed = {'body', 'frame', 'inertial', 'joint', 'freejoint', 'geom', 'site', 'camera'}
     allowed |= {'light', 'replicate'}
     _only(elem, allowed)
     framed = elem.tag == 'frame'
+    lax = lax or (framed and '_attach' not in elem.attrs)
     for child in elem.children:
       tag = child.tag
       if body['id'] == 0 and tag in ('inertial', 'joint', 'freejoint'):
         raise child.error(f'the world body cannot have <{tag}>')
       if tag == 'body':
-        self.read_body(child, body, cls, fpos, fquat)
+        sub = self.lenient(child, schema.BODY, keep=True) if lax else child
+        self.read_body(sub, body, cls, fpos, fquat, lax)
       elif tag == 'frame':
         _only(child, allowed)
         attrs = schema.read_attrs(self.known_frame_attrs(child), schema.FRAME)
@@ -919,61 +925,92 @@ class _Compiler:
           raise child.error(f'unknown default class {sub!r}', attribute='childclass')
         q = frames.resolve_orientation(attrs, self.degree(child), self.eulerseq(child), child)
         p, q = frames.frame_accum(fpos, fquat, attrs.get('pos', np.zeros(3)), q)
-        self.read_body_children(child, body, sub, p, q)
+        self.read_body_children(child, body, sub, p, q, lax)
       elif tag == 'replicate':
         self.replicate(child, body, cls, fpos, fquat)
-      elif tag == 'inertial':
-        if framed:
-          raise child.error('<inertial> cannot be inside a <frame>')
-        if body['inertial'] is not None:
-          raise child.error('a body can have only one <inertial>')
-        _only(child, set())
-        attrs = schema.read_attrs(child, schema.INERTIAL)
-        for req in ('pos', 'mass'):
-          if req not in attrs:
-            raise child.error('missing required attribute', attribute=req)
-        attrs['elem'] = child
-        body['inertial'] = attrs
-        body['explicit_inertial'] = True
-      elif tag in ('joint', 'freejoint'):
-        _only(child, set())
-        if tag == 'freejoint':
-          # Free joints take MuJoCo's built-in joint values, never a default class.
-          attrs = schema.read_attrs(child, schema.FREEJOINT, copy.deepcopy(BUILTIN['joint']))
-          attrs['type'] = JNT_FREE
-        else:
-          c = self.cls_of(child, cls)
-          attrs = self.read_element(child, schema.JOINT, 'joint', c)
-        attrs['elem'] = child
-        attrs['frame'] = (fpos, fquat) if framed else None
-        body['joints'].append(attrs)
-      elif tag in ('geom', 'site', 'camera', 'light'):
-        _only(child, {'plugin'} if tag == 'geom' else set())
-        if tag == 'geom' and child.children:
-          raise child.children[0].error('geom plugins are not supported by jaxsim')
+      elif lax:
+        leaf = self.lenient(child, _BODY_SCHEMA[tag], keep=False)
+        self.read_leaf(leaf, body, cls, fpos, fquat, framed)
+      else:
+        self.read_leaf(child, body, cls, fpos, fquat, framed)
+
+  def lenient(self, elem: Element, table: dict, keep: bool) -> Element:
+    """elem without the attributes (and, unless keep, the children) MuJoCo ignores inside a
+    <frame> or <replicate>; each one listed as unsupported."""
+    drop = sorted(k for k in elem.attrs if k not in table)
+    kids = elem.children if keep else [c for c in elem.children if c.tag == 'plugin']
+    for k in drop:
+      self.note_unsupported(
+        f'attribute {k!r} of <{elem.tag}> ({elem.file}:{elem.line}) is ignored, as MuJoCo does '
+        'inside a <frame>'
+      )
+    for c in elem.children:
+      if c not in kids:
+        self.note_unsupported(
+          f'<{c.tag}> inside <{elem.tag}> ({c.file}:{c.line}) is ignored, as MuJoCo does inside '
+          'a <frame>'
+        )
+    if not drop and len(kids) == len(elem.children):
+      return elem
+    attrs = {k: v for k, v in elem.attrs.items() if k in table}
+    return Element(elem.tag, attrs, kids, elem.file, elem.line)
+
+  def read_leaf(self, child: Element, body: dict, cls: str, fpos, fquat, framed: bool):
+    """One <inertial>, <joint>, <freejoint>, <geom>, <site>, <camera> or <light> of a body."""
+    tag = child.tag
+    if tag == 'inertial':
+      if framed:
+        raise child.error('<inertial> cannot be inside a <frame>')
+      if body['inertial'] is not None:
+        raise child.error('a body can have only one <inertial>')
+      _only(child, set())
+      attrs = schema.read_attrs(child, schema.INERTIAL)
+      for req in ('pos', 'mass'):
+        if req not in attrs:
+          raise child.error('missing required attribute', attribute=req)
+      attrs['elem'] = child
+      body['inertial'] = attrs
+      body['explicit_inertial'] = True
+    elif tag in ('joint', 'freejoint'):
+      _only(child, set())
+      if tag == 'freejoint':
+        # Free joints take MuJoCo's built-in joint values, never a default class.
+        attrs = schema.read_attrs(child, schema.FREEJOINT, copy.deepcopy(BUILTIN['joint']))
+        attrs['type'] = JNT_FREE
+      else:
         c = self.cls_of(child, cls)
-        table = {
-          'geom': schema.GEOM,
-          'site': schema.SITE,
-          'camera': schema.CAMERA,
-          'light': schema.LIGHT,
-        }[tag]
-        attrs = self.read_element(child, table, tag, c)
-        attrs['elem'] = child
-        attrs['frame'] = (fpos, fquat) if framed else None
-        body.setdefault(tag + 's', []).append(attrs)
+        attrs = self.read_element(child, schema.JOINT, 'joint', c)
+      attrs['elem'] = child
+      attrs['frame'] = (fpos, fquat) if framed else None
+      body['joints'].append(attrs)
+    elif tag in ('geom', 'site', 'camera', 'light'):
+      _only(child, {'plugin'} if tag == 'geom' else set())
+      if tag == 'geom' and child.children:
+        raise child.children[0].error('geom plugins are not supported by jaxsim')
+      c = self.cls_of(child, cls)
+      table = {
+        'geom': schema.GEOM,
+        'site': schema.SITE,
+        'camera': schema.CAMERA,
+        'light': schema.LIGHT,
+      }[tag]
+      attrs = self.read_element(child, table, tag, c)
+      attrs['elem'] = child
+      attrs['frame'] = (fpos, fquat) if framed else None
+      body.setdefault(tag + 's', []).append(attrs)
 
   def known_frame_attrs(self, elem: Element) -> Element:
     """<frame> without the attributes MuJoCo 4 ignores there (any it does not know), which are
     listed as unsupported."""
-    unknown = sorted(set(elem.attrs) - set(schema.FRAME))
+    # names starting with '_' are jaxsim's own markers (attach's '_attach')
+    unknown = sorted(k for k in elem.attrs if k not in schema.FRAME and not k.startswith('_'))
     for k in unknown:
       self.note_unsupported(
         f'attribute {k!r} of <frame> ({elem.file}:{elem.line}) is ignored, as MuJoCo does'
       )
-    if not unknown:
-      return elem
     known = {k: v for k, v in elem.attrs.items() if k in schema.FRAME}
+    if len(known) == len(elem.attrs):
+      return elem
     return Element(elem.tag, known, elem.children, elem.file, elem.line)
 
   def replicate(self, elem: Element, body: dict, cls: str, fpos, fquat):
@@ -1015,7 +1052,7 @@ class _Compiler:
       self.read_body_children(copy_elem, body, sub, p, q)
       pos, _ = frames.frame_accum(pos, quat, offset, step)
 
-  def read_body(self, elem: Element, parent: dict, cls: str, fpos, fquat):
+  def read_body(self, elem: Element, parent: dict, cls: str, fpos, fquat, lax: bool = False):
     attrs = schema.read_attrs(elem, schema.BODY)
     sub = attrs.get('childclass', cls)
     if sub not in self.defaults.classes:
@@ -1040,7 +1077,7 @@ class _Compiler:
       'depth': parent['depth'] + 1,
     }
     parent['children'].append(body)
-    self.read_body_children(elem, body, sub, np.zeros(3), np.array([1.0, 0, 0, 0]))
+    self.read_body_children(elem, body, sub, np.zeros(3), np.array([1.0, 0, 0, 0]), lax)
 
   def order_tree(self):
     """Assigns ids in depth-first order and registers names (MuJoCo's element order)."""
