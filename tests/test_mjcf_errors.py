@@ -1929,6 +1929,25 @@ FRAME_SUBTREES = [
   '<body><geom size="1" bogus="1"/></body>',
   '<body><geom size="1"><site/></geom></body>',
 ]
+# a <body> directly in <mujoco> is checked by MuJoCo's schema and otherwise ignored, a
+# <replicate> in it not even checked
+TOP_LEVEL_BODIES = [
+  '<body><replicate count="2"><geom size="1" bogus="2"/></replicate></body>',
+  '<body><geom bogus="1"/></body>',
+  '<body><bogus/></body>',
+]
+
+
+@pytest.mark.parametrize('tree', TOP_LEVEL_BODIES)
+def test_top_level_bodies_as_mujoco(tree):
+  xml = f'<mujoco>{tree}<worldbody/></mujoco>'
+  try:
+    mujoco.MjModel.from_xml_string(xml)
+  except ValueError:
+    with pytest.raises(jaxsim.ModelError):
+      jaxsim.load_string(xml)
+  else:
+    assert jaxsim.load_string(xml).ngeom == 0
 
 
 @pytest.mark.parametrize('tree', FRAME_SUBTREES)

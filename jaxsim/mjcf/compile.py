@@ -125,9 +125,10 @@ def _ignored_tree(elem: Element):
     if attr not in table:
       raise elem.error(f'unknown attribute of <{elem.tag}>', attribute=attr)
   nested = elem.tag in ('body', 'frame')
-  _only(elem, set(_BODY_SCHEMA) if nested else set())
+  _only(elem, set(_BODY_SCHEMA) | {'replicate'} if nested else set())
   for child in elem.children:
-    _ignored_tree(child)
+    if child.tag != 'replicate':  # whose contents MuJoCo's schema check does not reach
+      _ignored_tree(child)
 
 
 _MEMORY = re.compile(r'\s*(-1|\+?([0-9]+)([KkMmGgTtPpEe]?))\s*')
