@@ -1827,6 +1827,25 @@ def test_load_string_refuses(case: Case):
   check(err, case)
 
 
+def mujoco_loads(xml: str):
+  """mujoco's MjModel of `xml`, or None where mujoco refuses it."""
+  try:
+    return mujoco.MjModel.from_xml_string(xml)
+  except ValueError:
+    return None
+
+
+def as_mujoco(xml: str, match: str | None = None):
+  """Loads `xml` with both: (jaxsim Model, MjModel) where mujoco loads it; where mujoco refuses
+  it, checks that jaxsim raises a ModelError matching `match` and returns (None, None)."""
+  mj = mujoco_loads(xml)
+  if mj is None:
+    with pytest.raises(jaxsim.ModelError, match=match):
+      jaxsim.load_string(xml)
+    return None, None
+  return jaxsim.load_string(xml), mj
+
+
 # <visual> children: jaxsim refuses exactly what mjXReader refuses (the grammar only; mjVisual
 # does not enter the physics)
 VISUAL_SNIPPETS = [
@@ -1858,16 +1877,7 @@ VISUAL_SNIPPETS = [
 @pytest.mark.parametrize('snippet', VISUAL_SNIPPETS)
 def test_visual_grammar_as_mujoco(snippet):
   xml = model(pre=f'<visual>{snippet}</visual>')
-  try:
-    mujoco.MjModel.from_xml_string(xml)
-    theirs = True
-  except ValueError:
-    theirs = False
-  if theirs:
-    jaxsim.load_string(xml)
-  else:
-    with pytest.raises(jaxsim.ModelError, match='<(global|quality|headlight|map|scale|rgba|x)>'):
-      jaxsim.load_string(xml)
+  as_mujoco(xml, '<(global|quality|headlight|map|scale|rgba|x)>')
 
 
 SIZE_SNIPPETS = [
@@ -1891,19 +1901,9 @@ SIZE_SNIPPETS = [
 def test_size_checks_as_mujoco(attrs):
   """<size>: jaxsim refuses the counts and memory strings mjXReader::Size refuses (nuserdata < 0:
   mujoco cannot make its mjData)."""
-  xml = model(pre=f'<size {attrs}/>')
-  try:
-    mujoco.MjModel.from_xml_string(xml)
-    theirs = True
-  except ValueError:
-    theirs = False
-  if theirs:
-    jaxsim.load_string(xml)
-  else:
-    with pytest.raises(
-      jaxsim.ModelError, match=r"<size> attribute '(nuser\w*|njmax|nconmax|nstack|memory)'"
-    ):
-      jaxsim.load_string(xml)
+  as_mujoco(
+    model(pre=f'<size {attrs}/>'), r"<size> attribute '(nuser\w*|njmax|nconmax|nstack|memory)'"
+  )
 
 
 def test_unknown_replicate_attribute_is_named():
@@ -1940,28 +1940,14 @@ TOP_LEVEL_BODIES = [
 
 @pytest.mark.parametrize('tree', TOP_LEVEL_BODIES)
 def test_top_level_bodies_as_mujoco(tree):
-  xml = f'<mujoco>{tree}<worldbody/></mujoco>'
-  try:
-    mujoco.MjModel.from_xml_string(xml)
-  except ValueError:
-    with pytest.raises(jaxsim.ModelError):
-      jaxsim.load_string(xml)
-  else:
-    assert jaxsim.load_string(xml).ngeom == 0
+  m, mj = as_mujoco(f'<mujoco>{tree}<worldbody/></mujoco>')
+  assert m is None or m.ngeom == mj.ngeom == 0
 
 
 @pytest.mark.parametrize('tree', FRAME_SUBTREES)
 def test_frame_subtrees_as_mujoco(tree):
-  xml = f'<mujoco><worldbody>{tree}</worldbody></mujoco>'
-  try:
-    mj = mujoco.MjModel.from_xml_string(xml)
-  except ValueError:
-    mj = None
-  if mj is None:
-    with pytest.raises(jaxsim.ModelError):
-      jaxsim.load_string(xml)
-  else:
-    m = jaxsim.load_string(xml)
+  m, mj = as_mujoco(f'<mujoco><worldbody>{tree}</worldbody></mujoco>')
+  if m is not None:
     assert (m.ngeom, m.nbody, m.njnt, m.nsite) == (mj.ngeom, mj.nbody, mj.njnt, mj.nsite)
     assert any('is ignored, as MuJoCo does inside a <frame>' in u for u in m.unsupported)
 
@@ -2397,11 +2383,7 @@ def test_corrupted_model_raises_only_model_error(index):
   """A corrupted model loads in jaxsim exactly where it loads in mujoco (but for _STRICTER);
   elsewhere the only error is a ModelError with a line inside the text."""
   text = FUZZ[index]
-  try:
-    mujoco.MjModel.from_xml_string(text)
-    theirs = True
-  except ValueError:
-    theirs = False
+  theirs = mujoco_loads(text) is not None
   try:
     jaxsim.load_string(text)
     assert theirs, 'jaxsim loads a model mujoco refuses'
@@ -2457,11 +2439,7 @@ def test_restructured_models_as_mujoco():
       texts.append(t)
   differ = []
   for t in texts:
-    try:
-      mujoco.MjModel.from_xml_string(t)
-      theirs = True
-    except ValueError:
-      theirs = False
+    theirs = mujoco_loads(t) is not None
     try:
       jaxsim.load_string(t)
       ours = True
