@@ -83,8 +83,11 @@ def test_trajectory_with_constraints_matches_mujoco(path):
     md.ctrl[:] = ctrls[t]
     mujoco.mj_step(mj, md)
     theirs.append({k: getattr(md, k).copy() for k in ['qacc', 'sensordata'] + lazy})
+    con = md.contact[: md.ncon]  # views into md, copied before the next step
+    contact = (con.geom, con.dist, con.pos, con.frame[:, :3])
+    theirs[-1]['contact'] = tuple(np.array(x) for x in contact)
     theirs[-1]['state'] = np.concatenate([md.qpos, md.qvel, md.act])
-  record = ('qpos', 'qvel', 'act', 'qacc', 'sensordata', *lazy)
+  record = ('qpos', 'qvel', 'act', 'qacc', 'sensordata', 'contact', *lazy)
   _, traj = jax.jit(jaxsim.rollout, static_argnames='record')(m, d, ctrls, record=record)
   traj = jax.device_get(traj)
   name = os.path.basename(path)[:-4]
@@ -100,3 +103,21 @@ def test_trajectory_with_constraints_matches_mujoco(path):
       oracle.assert_close(f'{name} step {t} {f}', traj[f][t], mc[f], rtol=1e-6, atol=1e-9)
     ours = np.concatenate([traj['qpos'][t], traj['qvel'][t], traj['act'][t]])
     oracle.assert_close(f'state after step {t}', ours, mc['state'], rtol=1e-6)
+    _assert_contacts_match(f'{name} step {t}', traj['contact'], t, mc['contact'])
+
+
+def _assert_contacts_match(what: str, c, t: int, theirs) -> None:
+  """The forward pass's active contacts are MuJoCo's: the same geom pairs (as many of each),
+  and each of MuJoCo's contacts has one of jaxsim's on its pair within 1e-5 in dist, pos and
+  normal (the states agree to 1e-6 along the trajectory; GJK/EPA to ccd_tolerance)."""
+  geom, dist, pos, normal = theirs
+  act = np.asarray(c.active[t])
+  g = np.stack([np.asarray(c.geom1[t]), np.asarray(c.geom2[t])], axis=1)[act]
+  d, p, n = np.asarray(c.dist[t])[act], np.asarray(c.pos[t])[act], np.asarray(c.frame[t])[act, 0]
+  key = lambda pairs: sorted(map(tuple, pairs))  # noqa: E731
+  assert key(g) == key(geom), f'{what}: contact pairs {key(g)} vs MuJoCo {key(geom)}'
+  for i in range(len(geom)):
+    same = np.flatnonzero((g == geom[i]).all(axis=1))
+    k = same[np.argmin(np.abs(p[same] - pos[i]).max(axis=1))]
+    err = max(abs(d[k] - dist[i]), np.abs(p[k] - pos[i]).max(), np.abs(n[k] - normal[i]).max())
+    assert err < 1e-5, f'{what}: contact {i} {tuple(geom[i])} differs by {err:.1e}'
