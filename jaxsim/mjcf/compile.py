@@ -135,10 +135,10 @@ _MEMORY = re.compile(r'\s*(-1|\+?([0-9]+)([KkMmGgTtPpEe]?))\s*')
 _MEMORY_BITS = {'': 0, 'k': 10, 'm': 20, 'g': 30, 't': 40, 'p': 50, 'e': 60}
 
 
-def _check_size(e: Element) -> None:
-  """mjXReader::Size's checks of one <size>: counts at least -1 (auto), mjData's nuserdata at
-  least 0, and memory an unsigned byte count with an optional binary suffix."""
-  given = schema.read_attrs(e, schema.SIZE)
+def _check_size(e: Element, given: dict) -> None:
+  """mjXReader::Size's checks of one <size> (`given`: its attributes as read): counts at least
+  -1 (auto), mjData's nuserdata at least 0, and memory an unsigned byte count with an optional
+  binary suffix."""
   for key in ('nconmax', 'nstack', 'njmax'):
     # read with ReadAttrInt, which refuses an empty value
     if key in e.attrs and key not in given:
@@ -331,9 +331,10 @@ class _Compiler:
         'libccd for convex pairs (flag nativeccd="disable"); jaxsim uses native CCD'
       )
     for e in root.find('size'):
-      self.size = schema.read_attrs(e, schema.SIZE, self.size)
+      given = schema.read_attrs(e, schema.SIZE)
       _only(e, set())
-      _check_size(e)
+      _check_size(e, given)
+      self.size = {**self.size, **given}
       if 'nkey' in e.attrs:
         self.nkey_elem = e
     for e in root.find('statistic'):
@@ -920,7 +921,7 @@ class _Compiler:
         self.read_body(sub, body, cls, fpos, fquat, lax)
       elif tag == 'frame':
         _only(child, allowed)
-        attrs = schema.read_attrs(self.known_frame_attrs(child), schema.FRAME)
+        attrs = schema.read_attrs(self.lenient(child, schema.FRAME, True, ''), schema.FRAME)
         sub = attrs.get('childclass', cls)
         if sub not in self.defaults.classes:
           raise child.error(f'unknown default class {sub!r}', attribute='childclass')
@@ -935,25 +936,27 @@ class _Compiler:
       else:
         self.read_leaf(child, body, cls, fpos, fquat, framed)
 
-  def lenient(self, elem: Element, table: dict, keep: bool) -> Element:
-    """elem without the attributes (and, unless keep, the children) MuJoCo ignores inside a
-    <frame> or <replicate>; each one listed as unsupported."""
-    drop = sorted(k for k in elem.attrs if k not in table)
+  def lenient(
+    self, elem: Element, table: dict, keep: bool, where: str = ' inside a <frame>'
+  ) -> Element:
+    """elem without the attributes MuJoCo ignores (those not in `table`; names starting with '_'
+    are jaxsim's own markers, dropped silently) and, unless keep, without the children it ignores
+    (all but a geom's plugin); each one listed as unsupported. `where` ends the note."""
+    drop = sorted(k for k in elem.attrs if k not in table and not k.startswith('_'))
     kids = elem.children if keep else [c for c in elem.children if c.tag == 'plugin']
     for k in drop:
       self.note_unsupported(
-        f'attribute {k!r} of <{elem.tag}> ({elem.file}:{elem.line}) is ignored, as MuJoCo does '
-        'inside a <frame>'
+        f'attribute {k!r} of <{elem.tag}> ({elem.file}:{elem.line}) is ignored, as MuJoCo does'
+        + where
       )
     for c in elem.children:
       if c not in kids:
         self.note_unsupported(
-          f'<{c.tag}> inside <{elem.tag}> ({c.file}:{c.line}) is ignored, as MuJoCo does inside '
-          'a <frame>'
+          f'<{c.tag}> inside <{elem.tag}> ({c.file}:{c.line}) is ignored, as MuJoCo does' + where
         )
-    if not drop and len(kids) == len(elem.children):
-      return elem
     attrs = {k: v for k, v in elem.attrs.items() if k in table}
+    if len(attrs) == len(elem.attrs) and len(kids) == len(elem.children):
+      return elem
     return Element(elem.tag, attrs, kids, elem.file, elem.line)
 
   def read_leaf(self, child: Element, body: dict, cls: str, fpos, fquat, framed: bool):
@@ -1000,20 +1003,6 @@ class _Compiler:
       attrs['frame'] = (fpos, fquat) if framed else None
       body.setdefault(tag + 's', []).append(attrs)
 
-  def known_frame_attrs(self, elem: Element) -> Element:
-    """<frame> without the attributes MuJoCo 4 ignores there (any it does not know), which are
-    listed as unsupported."""
-    # names starting with '_' are jaxsim's own markers (attach's '_attach')
-    unknown = sorted(k for k in elem.attrs if k not in schema.FRAME and not k.startswith('_'))
-    for k in unknown:
-      self.note_unsupported(
-        f'attribute {k!r} of <frame> ({elem.file}:{elem.line}) is ignored, as MuJoCo does'
-      )
-    known = {k: v for k, v in elem.attrs.items() if k in schema.FRAME}
-    if len(known) == len(elem.attrs):
-      return elem
-    return Element(elem.tag, known, elem.children, elem.file, elem.line)
-
   def replicate(self, elem: Element, body: dict, cls: str, fpos, fquat):
     """Expands `<replicate>`: `count` copies, each offset and rotated from the previous one.
 
@@ -1022,14 +1011,7 @@ class _Compiler:
     `<replicate>` it does not know; jaxsim loads such a model too and lists them as unsupported.
     """
     post = elem.attrs.get('_post', '')
-    known = {k: v for k, v in elem.attrs.items() if k in schema.REPLICATE}
-    for k in sorted(set(elem.attrs) - set(known) - {'_post'}):
-      self.note_unsupported(
-        f'attribute {k!r} of <replicate> ({elem.file}:{elem.line}) is ignored, as MuJoCo does'
-      )
-    attrs = schema.read_attrs(
-      Element('replicate', known, [], elem.file, elem.line), schema.REPLICATE
-    )
+    attrs = schema.read_attrs(self.lenient(elem, schema.REPLICATE, True, ''), schema.REPLICATE)
     if 'count' not in attrs:
       raise elem.error('missing required attribute', attribute='count')
     count = attrs['count']

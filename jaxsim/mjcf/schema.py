@@ -741,9 +741,9 @@ def _numbers(elem: Element, attr: str, text: str, kind: str) -> list[float]:
         raise elem.error(
           f'number is too large: {_shown(p)} is out of the int32 range', attribute=attr
         )
-    elif _DECIMAL.fullmatch(p) or _HEX.fullmatch(p):
+    elif (decimal := _DECIMAL.fullmatch(p)) or _HEX.fullmatch(p):
       try:
-        v = float(p) if _DECIMAL.fullmatch(p) else float.fromhex(p)
+        v = float(p) if decimal else float.fromhex(p)
       except OverflowError:
         v = math.inf
       if kind == 'r' and not math.isfinite(v):
