@@ -210,6 +210,17 @@ def _free_bodies(m: Model) -> np.ndarray:
   return np.asarray(m.jnt_dofadr)[np.asarray(joints, dtype=np.int64)]
 
 
+def free_mhat(
+  m: Model, d: Data, qderiv: jax.Array, bias_fn: Callable[[Data], jax.Array], blocks: np.ndarray
+) -> jax.Array:
+  """(n, 6, 6) implicitfast's local matrices M - h (qDeriv - d bias / d qvel) of the standalone
+  free bodies whose dofs are `blocks` (n, 6): unsymmetric, the gyroscopic derivative included
+  (mjd_freeMhat)."""
+  dbias = _rne_vel_deriv(m, d, bias_fn)
+  idx = (blocks[:, :, None], blocks[:, None, :])
+  return d.qM[idx] - m.opt.timestep * (qderiv[idx] - dbias[idx])
+
+
 def implicitfast_qderiv(qderiv: jax.Array) -> jax.Array:
   """The qDeriv (nv, nv) implicitfast factors: its symmetric part, as mjd_passive_vel
   symmetrizes the fluid forces' derivative body by body (J'BJ with B's symmetric part)."""
@@ -245,11 +256,8 @@ def implicit(m: Model, d: Data, bias_fn: Callable[[Data], jax.Array]) -> Data:
   qh = d.qM - h * sym
   qacc = jax.scipy.linalg.cho_solve((jnp.linalg.cholesky(qh), True), qfrc)
   if free.size:
-    # ... and solved locally with the full unsymmetric 6x6 block including the gyroscopic
-    # derivative of the bias force (mjd_freeMhat)
-    dbias = _rne_vel_deriv(m, d, bias_fn)
-    idx = (blocks[:, :, None], blocks[:, None, :])
-    a = d.qM[idx] - h * (qderiv[idx] - dbias[idx])
+    # ... and solved locally with the full unsymmetric 6x6 block (free_mhat)
+    a = free_mhat(m, d, qderiv, bias_fn, blocks)
     x = jnp.linalg.solve(a, qfrc[blocks][..., None])[..., 0]
     qacc = qacc.at[blocks].set(x)
   return advance(m, d, d.act_dot, qacc)

@@ -91,9 +91,7 @@ def discrete_acc(m: Model, d: Data) -> jax.Array:
     # standalone free bodies: the unsymmetric local 6x6 block with the gyroscopic derivative
     # (mjd_freeMhat), as the integrator solves them
     blocks = free[:, None] + np.arange(6)
-    dbias = integrate._rne_vel_deriv(m, d, lambda d_: _fwd._bias_of_qvel(m, d_))
-    idx = (blocks[:, :, None], blocks[:, None, :])
-    a = d.qM[idx] - h * (qderiv[idx] - dbias[idx])
+    a = integrate.free_mhat(m, d, qderiv, lambda d_: _fwd._bias_of_qvel(m, d_), blocks)
     qfrc = qfrc.at[blocks].set(jnp.einsum('bij,bj->bi', a, qacc[blocks]))
   return _solve_m(m, d, qfrc)
 
