@@ -230,8 +230,8 @@ def _worker_jaxsim(spec: dict) -> dict:
     jax.config.update('jax_enable_x64', True)
   sys.path.insert(0, REPO)
   import jaxsim
-  from jaxsim import constraint
-  from jaxsim.collision import driver
+  from jaxsim._src import constraint
+  from jaxsim._src.collision import driver
 
   m = jaxsim.load(spec['model'])
   ov = spec['overrides']
@@ -258,7 +258,7 @@ def _worker_jaxsim(spec: dict) -> dict:
     },
   }
   if spec.get('stage') == 'collision':
-    from jaxsim import kinematics
+    from jaxsim._src import kinematics
 
     def stage(m, d):
       return driver.collision(m, kinematics.kinematics(m, d))
@@ -432,7 +432,7 @@ def resolve_model(name: str) -> tuple[str, str]:
 
 def _user_xla_flags() -> str:
   """XLA_FLAGS as set before jaxsim's import added its own (which MJX may not get)."""
-  from jaxsim._xla import USER_FLAGS
+  from jaxsim._src.xla import USER_FLAGS
 
   return USER_FLAGS
 
@@ -443,7 +443,7 @@ def _xla_flags(flags: str, mjx_xla: str) -> str:
   With mjx_xla 'default', only the scheduler flag is added: the XLA CPU deadlock jaxsim/_xla.py
   works around hits MJX's batched while loops too (its first call stalls at 0% CPU).
   """
-  from jaxsim._xla import CPU_FLAGS
+  from jaxsim._src.xla import CPU_FLAGS
 
   for name, value in CPU_FLAGS.items():
     if name not in flags and (mjx_xla == 'same' or 'scheduler' in name):

@@ -30,7 +30,7 @@ jax.config.update('jax_enable_x64', True)
 from variational_dense import newton_step_with_info  # noqa: E402
 
 import jaxsim  # noqa: E402
-from jaxsim import variational as vi  # noqa: E402
+from jaxsim._src import variational as vi  # noqa: E402
 from models.chain import chain_xml  # noqa: E402
 
 

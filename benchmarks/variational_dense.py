@@ -11,9 +11,9 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from jaxsim import variational as vi
-from jaxsim.integrate import integrate_pos
-from jaxsim.types import Data, Model
+from jaxsim._src import variational as vi
+from jaxsim._src.integrate import integrate_pos
+from jaxsim._src.types import Data, Model
 
 
 def newton_step_with_info(

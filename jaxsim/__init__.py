@@ -1,114 +1,36 @@
-"""jaxsim: a MuJoCo-class physics simulator in JAX with its own MJCF compiler."""
+"""jaxsim: a MuJoCo-class physics simulator in JAX with its own MJCF compiler.
 
-from __future__ import annotations
+This module is the public API and only re-exports it; the engine lives in `jaxsim._src`
+(see DESIGN.md, "The house"). The RL layer is `jaxsim.envs` (imported on its own).
+"""
 
-from collections.abc import Mapping
-
-import jax
-
-from jaxsim import (
-  _xla,  # noqa: F401  (first: sets XLA flags before JAX starts its backend)
-  envs,
-  mjcf,
-)
-from jaxsim.errors import ModelError
-from jaxsim.forward import forward, step
-from jaxsim.inverse import inverse
-from jaxsim.rollout import rollout
-from jaxsim.types import (
-  BiasType,
-  ConeType,
-  Contact,
-  Data,
-  DisableBit,
-  DynType,
-  EnableBit,
-  EqType,
-  GainType,
-  GeomType,
-  IntegratorType,
-  JointType,
-  Model,
-  Option,
-  SolverType,
-  TrnType,
-  WrapType,
-  make_model,
-)
-from jaxsim.types import make_data as _make_data
+from jaxsim._src import xla as _xla  # noqa: F401  (first: XLA flags before JAX starts its backend)
+from jaxsim._src.forward import forward as forward
+from jaxsim._src.forward import step as step
+from jaxsim._src.forward import step1 as step1
+from jaxsim._src.forward import step2 as step2
+from jaxsim._src.inverse import inverse as inverse
+from jaxsim._src.io import load as load
+from jaxsim._src.io import load_string as load_string
+from jaxsim._src.model import make_data as make_data
+from jaxsim._src.rollout import rollout as rollout
+from jaxsim._src.types import BiasType as BiasType
+from jaxsim._src.types import ConeType as ConeType
+from jaxsim._src.types import Contact as Contact
+from jaxsim._src.types import Data as Data
+from jaxsim._src.types import DisableBit as DisableBit
+from jaxsim._src.types import DynType as DynType
+from jaxsim._src.types import EnableBit as EnableBit
+from jaxsim._src.types import EqType as EqType
+from jaxsim._src.types import GainType as GainType
+from jaxsim._src.types import GeomType as GeomType
+from jaxsim._src.types import IntegratorType as IntegratorType
+from jaxsim._src.types import JointType as JointType
+from jaxsim._src.types import Model as Model
+from jaxsim._src.types import Option as Option
+from jaxsim._src.types import SolverType as SolverType
+from jaxsim._src.types import TrnType as TrnType
+from jaxsim._src.types import WrapType as WrapType
+from jaxsim.errors import ModelError as ModelError
 
 __version__ = '0.1.0'
-
-__all__ = [
-  'BiasType',
-  'ConeType',
-  'Contact',
-  'Data',
-  'DisableBit',
-  'DynType',
-  'EnableBit',
-  'EqType',
-  'GainType',
-  'GeomType',
-  'IntegratorType',
-  'JointType',
-  'Model',
-  'ModelError',
-  'Option',
-  'SolverType',
-  'TrnType',
-  'WrapType',
-  'envs',
-  'forward',
-  'inverse',
-  'load',
-  'load_string',
-  'make_data',
-  'rollout',
-  'step',
-]
-
-
-def make_data(m: Model) -> Data:
-  """A Data at the model's qpos0, zero velocity, with contact slots and constraint rows sized for
-  the model as its options are now (mj_makeData + mj_resetData)."""
-  from jaxsim import constraint
-  from jaxsim.collision import driver
-
-  return _make_data(m, ncon=driver.ncon_max(m), nefc=constraint.layout(m).nefc)
-
-
-def _build(compiled: dict) -> Model:
-  """Model from compiled arrays, completed by the qpos0 pass (mj_setConst) and the actuator
-  length-range search (mj_setLengthRange)."""
-  from jaxsim import constraint, lengthrange
-  from jaxsim.collision import driver, pairs
-  from jaxsim.setconst import set_const
-
-  compiled = dict(compiled)
-  lr_sim = compiled.pop('lengthrange_sim', ())
-  lr_opt = compiled.pop('lengthrange_opt', None)
-  compiled.update(set_const(compiled))
-  compiled['collision_pairs'] = pairs.candidate_pairs(compiled)
-  compiled['nconmax'] = 0
-  compiled['nefcmax'] = 0
-
-  def model() -> Model:
-    m = make_model(compiled)
-    m = m.replace(nconmax=driver.ncon_max(m))
-    return m.replace(nefcmax=constraint.layout(m).nefc)
-
-  if lr_sim:
-    with jax.enable_x64(True):
-      compiled['actuator_lengthrange'] = lengthrange.length_range(model(), lr_sim, lr_opt)
-  return model()
-
-
-def load(path: str, assets: Mapping[str, bytes] | None = None) -> Model:
-  """Loads an MJCF model file into a Model."""
-  return _build(mjcf.compile_file(path, assets))
-
-
-def load_string(xml: str | bytes, assets: Mapping[str, bytes] | None = None) -> Model:
-  """Loads MJCF text into a Model; `assets` maps file names to bytes for meshes and includes."""
-  return _build(mjcf.compile_string(xml, assets))

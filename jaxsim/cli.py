@@ -32,11 +32,11 @@ def info(model: jaxsim.Model, path: str) -> str:
     f'gravity={[float(f"{g:.6g}") for g in np.asarray(opt.gravity)]}'
   )
   lines.append(f'flags    disabled={disabled or "none"}  enabled={enabled or "none"}')
-  from jaxsim.collision import driver
+  from jaxsim._src.collision import driver
 
   unsupported = list(model.unsupported)
   unsupported += [f'collisions of {a} with {b} geoms' for a, b in driver.unsupported_pairs(model)]
-  from jaxsim import sensors
+  from jaxsim._src import sensors
 
   unsupported += sensors.unsupported(model)
   if unsupported:

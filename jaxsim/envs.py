@@ -32,7 +32,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxsim.types import ConeType, Data, DisableBit, IntegratorType, Model, SolverType
+from jaxsim._src.types import ConeType, Data, DisableBit, IntegratorType, Model, SolverType
 
 _MODELS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'models')
 

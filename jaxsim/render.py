@@ -19,7 +19,7 @@ from collections.abc import Sequence
 import jax
 import numpy as np
 
-from jaxsim.types import GeomType, Model
+from jaxsim._src.types import GeomType, Model
 
 _DEFAULT_RGBA = (0.5, 0.5, 0.5, 1.0)
 _PALETTE = np.array(
@@ -54,8 +54,8 @@ def geom_poses(m: Model, qpos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
   qpos (T, nq) -> geom_xpos (T, ngeom, 3), geom_xmat (T, ngeom, 3, 3), as NumPy arrays.
   """
-  from jaxsim import kinematics
-  from jaxsim.types import make_data
+  from jaxsim._src import kinematics
+  from jaxsim._src.types import make_data
 
   d0 = make_data(m, ncon=0, nefc=0)
   qpos = np.asarray(qpos, dtype=np.asarray(m.qpos0).dtype)

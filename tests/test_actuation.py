@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 import jaxsim
-from jaxsim import actuation, kinematics
-from jaxsim.types import DisableBit
+from jaxsim._src import actuation, kinematics
+from jaxsim._src.types import DisableBit
 from tests import oracle
 from tests.models import MODELS, bundled, model_id
 

@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 
 import jaxsim
-from jaxsim import rne_post
+from jaxsim._src import rne_post
 from tests.oracle import assert_close
 
 # contype/conaffinity: everything touches the floor; s1-s2 and b1-c1 touch each other. s6, inside

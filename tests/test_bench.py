@@ -58,7 +58,7 @@ def test_humanoid_copies_scale_the_model():
   import runpy
 
   import jaxsim
-  from jaxsim.collision import driver
+  from jaxsim._src.collision import driver
 
   bench = os.path.join(REPO, 'models', 'bench')
   copies_xml = runpy.run_path(os.path.join(bench, 'humanoid_copies.py'))['copies_xml']

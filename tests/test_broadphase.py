@@ -16,10 +16,10 @@ import numpy as np
 import pytest
 
 import jaxsim
-from jaxsim import kinematics
-from jaxsim.collision import broadphase, convex, driver, hfield
-from jaxsim.collision.geom import NO_CONTACT, GeomInfo
-from jaxsim.types import GeomType
+from jaxsim._src import kinematics
+from jaxsim._src.collision import broadphase, convex, driver, hfield
+from jaxsim._src.collision.geom import NO_CONTACT, GeomInfo
+from jaxsim._src.types import GeomType
 
 CONTACTFULL = int(mujoco.mjtWarning.mjWARN_CONTACTFULL)
 SHAPES = (
@@ -148,7 +148,7 @@ def test_mesh_pile_limited_group_vs_mujoco():
   the default pair limit active; at random overlapping poses its contacts (up to 4 per pair) are
   MuJoCo's. Its plane-mesh pairs, one group too, give each mesh's own collide_plane_mesh
   contacts, which are MuJoCo's (support vertex and its face's vertices, in order)."""
-  from jaxsim.collision import primitive
+  from jaxsim._src.collision import primitive
 
   m = jaxsim.load_string(MESH_PILE)
   grps = driver.groups(m)

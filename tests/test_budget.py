@@ -14,7 +14,7 @@ import mujoco
 import numpy as np
 
 import jaxsim
-from jaxsim.collision import driver
+from jaxsim._src.collision import driver
 from tests import oracle
 
 CONTACTFULL = int(mujoco.mjtWarning.mjWARN_CONTACTFULL)

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import jaxsim
-from jaxsim import check
+from jaxsim._src import check
 from tests.oracle import assert_close
 
 AUTORESET = int(mujoco.mjtDisableBit.mjDSBL_AUTORESET)

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 import jaxsim
-from jaxsim.collision import convex, driver
-from jaxsim.collision import support as sp
-from jaxsim.collision.geom import NO_CONTACT, GeomInfo
+from jaxsim._src.collision import convex, driver
+from jaxsim._src.collision import support as sp
+from jaxsim._src.collision.geom import NO_CONTACT, GeomInfo
 
 TET = 'v 0 0 0\nv 1 0 0\nv 0 1 0\nv 0 0 1\nf 1 3 2\nf 1 2 4\nf 1 4 3\nf 2 3 4\n'
 OCT = (
@@ -316,8 +316,8 @@ def test_pipeline_mesh_contacts_vs_mujoco():
   mj_collision at random poses: mesh-box and mesh-mesh contacts (up to 4 per pair) match in
   count, dist, pos and frame, and so do plane-mesh contacts (up to 4: the support vertex and
   its face's vertices)."""
-  from jaxsim import kinematics
-  from jaxsim.collision import driver
+  from jaxsim._src import kinematics
+  from jaxsim._src.collision import driver
 
   mj = mujoco.MjModel.from_xml_string(PIPE_XML, ASSETS)
   m = jaxsim.load_string(PIPE_XML, ASSETS)
@@ -414,7 +414,7 @@ def test_mesh_polygon_map_with_interior_last_vertex():
 def test_cylinder_standing_on_a_box_picks_mujocos_quadrilateral():
   """A cylinder resting on a box, tilted by 6e-5 rad (humanoid-bench's bookshelf): its 16-gon
   cap clips to 16 points whose inscribed squares tie within rounding, so polygonQuad's choice
-  turns on the last bit of each area. jaxsim._xla caps XLA CPU at AVX (no FMA), as MuJoCo is
+  turns on the last bit of each area. jaxsim._src.xla caps XLA CPU at AVX (no FMA), as MuJoCo is
   built; with fused multiply-adds two of the four contacts land elsewhere (3.8 cm off)."""
   xml = """<mujoco><worldbody>
     <body pos="0.949999175846827 0.01996408265524824 1.2648909229012109"
@@ -427,7 +427,7 @@ def test_cylinder_standing_on_a_box_picks_mujocos_quadrilateral():
   md = mujoco.MjData(mj)
   mujoco.mj_forward(mj, md)
   m = jaxsim.load_string(xml)
-  d = jax.jit(jaxsim.kinematics.kinematics)(m, jaxsim.make_data(m))
+  d = jax.jit(jaxsim._src.kinematics.kinematics)(m, jaxsim.make_data(m))
   d = jax.jit(driver.collision)(m, d)
   on = np.flatnonzero(np.asarray(d.contact.active))
   assert md.ncon == len(on) == 4

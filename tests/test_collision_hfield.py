@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 
 import jaxsim
-from jaxsim import kinematics
-from jaxsim.collision import driver, hfield
-from jaxsim.collision.geom import NO_CONTACT
+from jaxsim._src import kinematics
+from jaxsim._src.collision import driver, hfield
+from jaxsim._src.collision.geom import NO_CONTACT
 
 MARGIN = 0.02
 GEOMS = (

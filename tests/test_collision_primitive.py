@@ -8,9 +8,9 @@ import mujoco
 import numpy as np
 import pytest
 
-from jaxsim.collision import primitive
-from jaxsim.collision.geom import NO_CONTACT, GeomInfo, MeshPoly, mesh_graph_arrays
-from jaxsim.types import GeomType
+from jaxsim._src.collision import primitive
+from jaxsim._src.collision.geom import NO_CONTACT, GeomInfo, MeshPoly, mesh_graph_arrays
+from jaxsim._src.types import GeomType
 
 T = GeomType
 NSAMPLE = 1000

@@ -14,9 +14,10 @@ import numpy as np
 import pytest
 
 import jaxsim
-from jaxsim import constraint, kinematics, mjcf, tendon, types
-from jaxsim.collision import driver, pairs
-from jaxsim.types import Model
+from jaxsim import mjcf
+from jaxsim._src import constraint, kinematics, tendon, types
+from jaxsim._src.collision import driver, pairs
+from jaxsim._src.types import Model
 from tests.models import dm_control_suite
 from tests.oracle import assert_close
 

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 import jaxsim
-from jaxsim.collision import driver
+from jaxsim._src.collision import driver
 from tests import oracle
 from tests.models import dm_control_suite, model_id
 

@@ -79,7 +79,7 @@ def test_missing_colliders_are_named_not_ignored():
   """A geom type pair without a collider (plane-hfield, which MuJoCo does not collide either,
   forced into a compiled model's candidate pairs) is named by forward and `jaxsim info`."""
   from jaxsim import cli
-  from jaxsim.collision import driver
+  from jaxsim._src.collision import driver
 
   xml = """<mujoco><worldbody><geom type="plane" size="1 1 .1"/>
     <body><freejoint/><geom type="box" size=".1 .1 .1"/></body></worldbody></mujoco>"""

@@ -144,7 +144,7 @@ def test_implicitfast_free_bodies_with_a_traced_model():
   0)))): the choice read body masses, traced leaves there, and failed. Three bodies tumbling
   with 7 rad/s about their long axes in a fluid (whose velocity derivative was taken with the
   body velocities held fixed: zero) follow mj_step for 200 steps."""
-  from jaxsim import integrate
+  from jaxsim._src import integrate
 
   m, mj = jaxsim.load_string(FREE), mujoco.MjModel.from_xml_string(FREE)
   assert integrate._free_bodies(m).tolist() == [0, 6, 12]

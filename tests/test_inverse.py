@@ -13,7 +13,6 @@
 from __future__ import annotations
 
 import copy
-import importlib
 import os
 
 import jax
@@ -23,12 +22,11 @@ import numpy as np
 import pytest
 
 import jaxsim
-from jaxsim import constraint, integrate, types
+from jaxsim._src import constraint, integrate, types
+from jaxsim._src import forward as forward_mod
+from jaxsim._src import inverse as inverse_mod
 from tests.models import dm_control_suite
 from tests.oracle import assert_close, full_m
-
-inverse_mod = importlib.import_module('jaxsim.inverse')
-forward_mod = importlib.import_module('jaxsim.forward')
 
 DENSE = mujoco.mjtJacobian.mjJAC_DENSE
 INVDISCRETE = int(mujoco.mjtEnableBit.mjENBL_INVDISCRETE)
@@ -156,7 +154,7 @@ def test_suite_rows(name):
   m = _rows_model(mj)
   md = _rollout(mj, seed=1, nstep=NSTEP)
   rng = np.random.default_rng(2)
-  fn = jax.jit(lambda d: inverse_mod._inverse_acc(m, d, sensor=False, layout=_layout(mj, md)))
+  fn = jax.jit(lambda d: inverse_mod.inverse_acc(m, d, sensor=False, layout=_layout(mj, md)))
   noise = rng.normal(size=mj.nv) * (1 + np.abs(md.qacc))
   err = {}
   for tag, qacc in (('solution', md.qacc.copy()), ('perturbed', md.qacc + noise)):
@@ -315,7 +313,7 @@ def test_features_end_to_end(cone):
     # forward's position and velocity stages serve both (test_step_fwdinv_flag runs
     # jaxsim.inverse's own with constraint rows)
     fwd = jaxsim.forward(m, d)
-    inv = inverse_mod._inverse_acc(m, fwd.replace(qacc=qacc), sensor=True)
+    inv = inverse_mod.inverse_acc(m, fwd.replace(qacc=qacc), sensor=True)
     return inv, inverse_mod.compare_fwd_inv(m, fwd)
 
   fn = jax.jit(run)
@@ -401,7 +399,7 @@ def test_discrete(integrator):
   def run(d, qacc):
     fwd = jaxsim.forward(m, d)
     # step's integration after this forward pass
-    qacc_d = (forward_mod._integrate(m, fwd).qvel - d.qvel) / h
+    qacc_d = (forward_mod.integrate_step(m, fwd).qvel - d.qvel) / h
     inv = jax.vmap(lambda q: jaxsim.inverse(m_inv, fwd.replace(qacc=q)))(jnp.stack([qacc, qacc_d]))
     return jax.tree_util.tree_map(lambda x: x[0], inv), inv.qfrc_inverse[1], fwd.qacc, qacc_d
 

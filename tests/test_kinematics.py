@@ -5,7 +5,7 @@ from __future__ import annotations
 import mujoco
 import numpy as np
 
-from jaxsim import kinematics
+from jaxsim._src import kinematics
 from tests import oracle
 
 

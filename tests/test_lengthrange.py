@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import jaxsim
-from jaxsim.forward import step1, step2
+from jaxsim._src.forward import step1, step2
 from tests import oracle
 from tests.models import MODELS
 

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 import jaxsim
-from jaxsim import dynamics, kinematics, passive
-from jaxsim.types import DisableBit
+from jaxsim._src import dynamics, kinematics, passive
+from jaxsim._src.types import DisableBit
 from tests.models import bundled, model_id
 from tests.oracle import NO_CONSTRAINT, assert_close, jx_data, load_pair, mj_data, random_state
 

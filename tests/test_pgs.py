@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 import jaxsim
-from jaxsim import pgs
+from jaxsim._src import pgs
 from tests.models import dm_control_suite
 
 # Several islands (free bodies alone or touching, a chain and a ball joint coupled by a spatial

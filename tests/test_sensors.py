@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 import jaxsim
-from jaxsim import kinematics, ray, sensors
+from jaxsim._src import kinematics, ray, sensors
 from tests import oracle
 from tests.models import MODELS
 
@@ -139,7 +139,7 @@ def test_sensors_model_exercises_every_path(case):
 
 @pytest.mark.parametrize('options', [(None, 1, -1), ((1, 0, 1, 1, 1, 1), 0, 2)])
 def test_ray_matches_mj_ray(options):
-  """jaxsim.ray.ray against mj_ray on models/sensors.xml: rays aimed at every geom and random."""
+  """jaxsim._src.ray.ray against mj_ray on models/sensors.xml: rays at every geom and random."""
   geomgroup, flg_static, bodyexclude = options
   path = os.path.join(MODELS, 'sensors.xml')
   mj = mujoco.MjModel.from_xml_path(path)

@@ -24,8 +24,8 @@ import numpy as np
 import pytest
 
 import jaxsim
-from jaxsim import sensors
-from jaxsim.collision import distance
+from jaxsim._src import sensors
+from jaxsim._src.collision import distance
 from tests import oracle
 
 ANALYTIC = 1e-9

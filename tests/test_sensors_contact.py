@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 import jaxsim
-from jaxsim.collision import driver
+from jaxsim._src.collision import driver
 from tests import oracle
 
 XML = """

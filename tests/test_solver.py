@@ -21,8 +21,8 @@ import numpy as np
 import pytest
 
 import jaxsim
-from jaxsim import solver
-from jaxsim.types import Contact, Data, Model, make_data, make_option
+from jaxsim._src import solver
+from jaxsim._src.types import Contact, Data, Model, make_data, make_option
 from tests.models import dm_control_suite
 
 ISLAND = int(mujoco.mjtDisableBit.mjDSBL_ISLAND)

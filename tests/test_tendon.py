@@ -10,7 +10,7 @@ import mujoco
 import numpy as np
 import pytest
 
-from jaxsim import kinematics, tendon
+from jaxsim._src import kinematics, tendon
 from tests import oracle
 from tests.models import dm_control_suite, model_id
 

@@ -19,8 +19,8 @@ import numpy as np
 import pytest
 
 import jaxsim
-from jaxsim import variational as vi
-from jaxsim.integrate import integrate_pos
+from jaxsim._src import variational as vi
+from jaxsim._src.integrate import integrate_pos
 from tests import oracle
 from tests.models import dm_control_suite
 

@@ -2,7 +2,7 @@
 
 import os
 
-from jaxsim import _xla
+from jaxsim._src import xla as _xla
 
 
 def test_flags_added_and_user_choice_kept(monkeypatch):

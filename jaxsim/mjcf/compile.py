@@ -1,8 +1,8 @@
 """Element tree -> compiled model arrays, in MuJoCo's element order (mjCModel::Compile).
 
 Everything here is plain Python and NumPy. The result is a flat dict of MuJoCo-named arrays and
-counts (`Compiled`), which `jaxsim.types.Model` wraps; quantities that need the dynamics pipeline
-at qpos0 (MuJoCo's mj_setConst: tendon_length0, dof_invweight0, ...) are filled in later.
+counts (`Compiled`), which `jaxsim._src.types.Model` wraps; quantities that need the dynamics
+pipeline at qpos0 (MuJoCo's mj_setConst: tendon_length0, dof_invweight0, ...) are filled in later.
 """
 
 from __future__ import annotations

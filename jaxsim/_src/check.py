@@ -1,0 +1,117 @@
+"""Divergence checks: bad qpos, qvel, qacc and ctrl are counted in Data.warning, and a world with a
+bad state is reset (mj_checkPos, mj_checkVel, mj_checkAcc, the control check of mj_fwdActuation).
+
+A value is bad when it is NaN or its magnitude exceeds MAXVAL (mju_isBad). The checks are
+branch-free: under `jax.vmap` each world is checked and reset on its own, with `jnp.where` over
+the whole Data. Data.warning holds MuJoCo's warning counters (mjtWarning order, NWARNING).
+
+Reset follows mj_resetData unless the autoreset disable flag is set: the Data of `make_data`
+(qpos0, zero velocity, activation and controls, time 0), all warning counters cleared and then the
+triggering warning set to 1, as mujoco 4.0.0 leaves them. Without autoreset the counter is
+incremented and the state is kept.
+
+One deviation: when qacc is bad, MuJoCo resets and runs mj_forward again before integrating, so
+its step ends one timestep after the reset state. Under vmap a conditional second forward pass
+would cost a full forward for every world on every step, so `step` here returns the reset Data
+itself (time 0, derived quantities zero); the next step starts from it as MuJoCo's did. After an
+acceleration reset a world therefore runs one step behind MuJoCo's.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from jaxsim._src import actuation
+from jaxsim._src.types import Data, DisableBit, Model, make_data
+
+MAXVAL = 1e10  # mjMAXVAL
+
+# mjtWarning
+WARN_INERTIA = 0
+WARN_CONTACTFULL = 1
+WARN_CNSTRFULL = 2
+WARN_BADQPOS = 3
+WARN_BADQVEL = 4
+WARN_BADQACC = 5
+WARN_BADCTRL = 6
+NWARNING = 7  # mjNWARNING
+
+
+def is_bad(x: jax.Array) -> jax.Array:
+  """True where x is NaN, infinite or beyond +-MAXVAL (mju_isBad), elementwise."""
+  return ~(jnp.abs(x) <= MAXVAL)
+
+
+def reset_data(m: Model, d: Data) -> Data:
+  """The Data of make_data with d's contact slots and constraint rows (mj_resetData).
+
+  Depends on d only through its shapes; warning counters are zero.
+  """
+  ncon = d.contact.dist.shape[-1]
+  nefc = d.efc_J.shape[-2]
+  r = make_data(m, ncon=ncon, nefc=nefc)
+  if set(r.fields()) != set(d.fields()):
+    missing = sorted(set(r.fields()) ^ set(d.fields()))
+    raise ValueError(f'Data fields differ from make_data(m): {missing}')
+  return r
+
+
+def _warn(d: Data, kind: int, bad: jax.Array) -> jax.Array:
+  """d.warning with counter `kind` incremented where bad."""
+  return d.warning.at[kind].add(bad.astype(d.warning.dtype))
+
+
+def _reset_where(m: Model, d: Data, bad: jax.Array, kind: int) -> Data:
+  """d reset where bad (with the warning counters mujoco leaves), else d with the count added."""
+  if m.opt.disableflags & DisableBit.AUTORESET:
+    return d.replace(warning=_warn(d, kind, bad))
+  r = reset_data(m, d)
+  r = r.replace(warning=jnp.zeros_like(d.warning).at[kind].set(1))
+  r_leaves, treedef = jax.tree_util.tree_flatten(r)
+  d_leaves = treedef.flatten_up_to(d)
+  out = [
+    jnp.where(bad, jnp.asarray(a, dtype=jnp.result_type(b)), b)
+    for a, b in zip(r_leaves, d_leaves, strict=True)
+  ]
+  return jax.tree_util.tree_unflatten(treedef, out)
+
+
+def check_pos(m: Model, d: Data) -> Data:
+  """Counts and, unless autoreset is disabled, resets a bad qpos (mj_checkPos)."""
+  if not m.nq:
+    return d
+  return _reset_where(m, d, jnp.any(is_bad(d.qpos)), WARN_BADQPOS)
+
+
+def check_vel(m: Model, d: Data) -> Data:
+  """Counts and, unless autoreset is disabled, resets a bad qvel (mj_checkVel)."""
+  if not m.nv:
+    return d
+  return _reset_where(m, d, jnp.any(is_bad(d.qvel)), WARN_BADQVEL)
+
+
+def check_acc(m: Model, d: Data, qacc: jax.Array | None = None) -> Data:
+  """Counts and, unless autoreset is disabled, resets a bad qacc (mj_checkAcc).
+
+  `qacc` (nv,) is the acceleration checked, d.qacc by default; `step` passes forward's qacc and
+  the integrated Data, which is replaced by the reset Data (no second forward pass: see the
+  module docstring).
+  """
+  if not m.nv:
+    return d
+  qacc = d.qacc if qacc is None else qacc
+  return _reset_where(m, d, jnp.any(is_bad(qacc)), WARN_BADQACC)
+
+
+def check_ctrl(m: Model, d: Data) -> Data:
+  """Counts a bad control (after clamping) in warning, as mj_fwdActuation does.
+
+  The actuation stage itself zeroes all controls when one is bad; this only counts it.
+  """
+  if not m.nu or m.opt.disableflags & DisableBit.ACTUATION:
+    return d
+  ctrl = d.ctrl
+  if not m.opt.disableflags & DisableBit.CLAMPCTRL:
+    ctrl = actuation._clamp(ctrl, m.actuator_ctrllimited, m.actuator_ctrlrange)
+  return d.replace(warning=_warn(d, WARN_BADCTRL, jnp.any(is_bad(ctrl))))

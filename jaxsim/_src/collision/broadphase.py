@@ -1,0 +1,232 @@
+"""Broadphase inside jit: which candidate pairs of a collider group go through the collider.
+
+Most candidate pairs are far apart at any one time, and the GJK/EPA and height-field colliders
+cost far more than the bounding-sphere test (mj_filterSphere). So a group runs its collider on
+a static number k of its pairs: those passing the test, nearest first (by the gap between the
+bounding spheres, as MJX's max_geom_pairs). While no more than k pairs pass, the contacts are
+exactly those of every pair; when more pass, the farthest are dropped and the overflow is
+counted (Data.warning[mjWARN_CONTACTFULL]).
+"""
+
+from __future__ import annotations
+
+import math as pymath
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxsim._src.types import Data, GeomType, Model
+
+MIN_PAIRS = 64  # a group with at most this many pairs runs all of them
+MIN_EPA = 16  # a GJK/EPA group with at most this many collided pairs runs EPA on all of them
+# default EPA limit: pairs in contact per geom of the group (each side); MuJoCo's
+# stacked_boxes.xml (18 boxes in a grid, faces, edges and corners exactly touching) has 2.3
+EPA_PAIRS = 3.0
+HFIELD_GEOMS = 8  # default: geoms of a height-field group whose windows are all tested
+CHUNK = 8  # pairs per collider call of map_live
+# default limit: each geom of the group near this many partners of the other side (by bounding
+# spheres; stacked_boxes.xml has 3.8)
+PARTNERS = 4
+
+
+def sphere_test(m: Model, d: Data, g1, g2, margin: jax.Array) -> tuple[jax.Array, jax.Array]:
+  """(ok, gap) (n,): mj_filterSphere's and mj_collideOBB's verdict, and the gap between the
+  bounding volumes.
+
+  Geoms without a bounding radius (planes, height fields) always pass; a plane against a
+  bounded geom measures the geom's centre from the plane. Pairs of bounded geoms (neither a
+  plane nor a height field) must also pass the oriented-box test (MuJoCo's midphase applies it
+  to geom pairs of bodies with several geoms; it only drops pairs farther apart than the
+  margin, so it never removes a contact): among bodies packed inside each other's bounding
+  spheres (BiGym's cabinets: 481 of 540 mesh-box pairs within their spheres, 140 in contact)
+  it keeps the pairs a group's static limit runs to those that can touch.
+  """
+  g1, g2 = np.asarray(g1), np.asarray(g2)
+  gtype = np.asarray(m.geom_type)
+  rb1, rb2 = m.geom_rbound[g1], m.geom_rbound[g2]
+  p1, p2 = d.geom_xpos[g1], d.geom_xpos[g2]
+  dist2 = jnp.sum((p1 - p2) ** 2, axis=-1)
+  bound = rb1 + rb2 + margin
+  both = (rb1 > 0) & (rb2 > 0)
+  ok = jnp.where(both, dist2 <= bound * bound, True)
+  gap = jnp.where(both, jnp.sqrt(dist2 + 1e-30) - bound, 0.0)
+  plane1 = gtype[g1] == GeomType.PLANE
+  if plane1.any():
+    normal = d.geom_xmat[g1][:, :, 2]
+    pdist = jnp.sum((p2 - p1) * normal, axis=-1)
+    pgap = pdist - margin - rb2
+    ok = jnp.where(plane1 & (rb2 > 0), pgap <= 0, ok)
+    gap = jnp.where(plane1 & (rb2 > 0), pgap, gap)
+  unbounded = (GeomType.PLANE, GeomType.HFIELD)
+  boxed = np.flatnonzero(~np.isin(gtype[g1], unbounded) & ~np.isin(gtype[g2], unbounded))
+  if 'geom_aabb' in m.fields() and len(boxed):
+    sep = obb_gap(m, d, g1[boxed], g2[boxed], margin[boxed])
+    ok = ok.at[boxed].set(ok[boxed] & (sep <= 0))
+    gap = gap.at[boxed].set(jnp.maximum(gap[boxed], sep))
+  return ok, gap
+
+
+def obb_gap(m: Model, d: Data, g1, g2, margin: jax.Array) -> jax.Array:
+  """The largest separation (n,), less the margin, of two geoms' oriented bounding boxes
+  (geom_aabb) along the boxes' face normals: positive where mj_collideOBB finds them apart."""
+  aabb1, aabb2 = m.geom_aabb[g1], m.geom_aabb[g2]
+  r1, r2 = d.geom_xmat[g1], d.geom_xmat[g2]
+  c1 = d.geom_xpos[g1] + jnp.einsum('nij,nj->ni', r1, aabb1[:, :3])
+  c2 = d.geom_xpos[g2] + jnp.einsum('nij,nj->ni', r2, aabb2[:, :3])
+  h1, h2 = aabb1[:, 3:], aabb2[:, 3:]
+  rel = jnp.abs(jnp.einsum('nka,nkb->nab', r1, r2))  # |axis a of box 1 . axis b of box 2|
+  t = c2 - c1
+  # along box 1's axes, then box 2's
+  sep1 = jnp.abs(jnp.einsum('nka,nk->na', r1, t)) - h1 - jnp.einsum('nab,nb->na', rel, h2)
+  sep2 = jnp.abs(jnp.einsum('nkb,nk->nb', r2, t)) - h2 - jnp.einsum('nab,na->nb', rel, h1)
+  return jnp.maximum(sep1.max(axis=-1), sep2.max(axis=-1)) - margin
+
+
+def limit(g1: np.ndarray, g2: np.ndarray, expensive: bool, requested: int | None) -> int:
+  """Static number of a group's pairs that go through its collider each step.
+
+  requested: the model's max_geom_pairs (negative: every pair); otherwise every pair of cheap
+  (analytic) colliders, and for GJK/EPA groups of more than MIN_PAIRS pairs PARTNERS per geom of
+  the group (at least MIN_PAIRS): enough for bodies packed against each other, far below the
+  all-pairs count of a large self-colliding model (dog: 6277 pairs, 1 to 78 per group within
+  their bounding spheres in a random-control rollout).
+  """
+  n = len(g1)
+  if requested is not None:
+    return n if requested < 0 else max(1, min(n, requested))
+  if not expensive or n <= MIN_PAIRS:
+    return n
+  geoms = len(np.unique(g1)) + len(np.unique(g2))
+  return min(n, max(MIN_PAIRS, pymath.ceil(PARTNERS * geoms)))
+
+
+def epa_limit(g1: np.ndarray, g2: np.ndarray, k: int, requested: int | None) -> int:
+  """Static number of a GJK/EPA group's k collided pairs that may run EPA in one step.
+
+  EPA runs where GJK finds the (margin-inflated) geoms overlapping, and for spheres and capsules
+  only where their cores overlap too: one pair per contact of the group at most. By default
+  each geom of the group may be in contact with six others, three pairs per geom and side (boxes
+  in a grid touching at faces, edges and corners: about five); a model's max_geom_pairs lets
+  every collided pair run it.
+  """
+  geoms = len(np.unique(g1)) + len(np.unique(g2))
+  if requested is not None or k <= MIN_EPA:
+    return k
+  return min(k, max(MIN_EPA, pymath.ceil(EPA_PAIRS * geoms)))
+
+
+def hfield_limit(k: int, nprism: int, requested: int | None) -> int:
+  """Static number of prisms (of k collided pairs with nprism each) that go through GJK/EPA.
+
+  MuJoCo tests the prisms under a geom's bounding box whose surface rises above the geom's
+  lowest point: about two per grid cell under each geom touching the field. Groups of at most
+  HFIELD_GEOMS geoms (or with max_geom_pairs set) test every prism of their windows; larger
+  ones the prisms of a quarter of them, at least HFIELD_GEOMS windows' worth.
+  """
+  if requested is not None or k <= HFIELD_GEOMS:
+    return k * nprism
+  return max(HFIELD_GEOMS * nprism, pymath.ceil(k * nprism / 4))
+
+
+def select(ok: jax.Array, gap: jax.Array, k: int) -> tuple[jax.Array, jax.Array]:
+  """(idx (k,), overflow): the k nearest passing pairs (passing pairs first), and whether any
+  passing pair was left out."""
+  _, idx = jax.lax.top_k(-jnp.where(ok, gap, jnp.inf), k)
+  return idx, jnp.sum(ok) > k
+
+
+def first(mask: jax.Array, k: int) -> tuple[jax.Array, jax.Array]:
+  """(the first k items of mask, in order; whether mask has more than k): a static limit on the
+  items going through a costly stage, the rest dropped and the overflow reported."""
+  return mask & (jnp.cumsum(mask) <= k), jnp.sum(mask) > k
+
+
+def scatter(x: jax.Array, idx: jax.Array, n: int, fill) -> jax.Array:
+  """x (k, ...) of the selected pairs back at their places among n pairs, fill (broadcast to
+  x's trailing shape) elsewhere."""
+  out = jnp.broadcast_to(jnp.asarray(fill, x.dtype), (n,) + x.shape[1:])
+  return out.at[idx].set(x, unique_indices=True)
+
+
+def map_live(
+  f: Callable[..., Any],
+  live: jax.Array,
+  xs: Any,
+  fill: Any = None,
+  chunk: int = CHUNK,
+  fast: Callable[..., Any] | None = None,
+) -> Any:
+  """vmap(f)(xs) where live (n,), fill elsewhere, computing f only on the live items.
+
+  fill: a pytree like one item of f's output, broadcast (None: zeros). The live items are
+  visited in order, `chunk` at a time, in a while_loop that stops after the last of them:
+  collider calls cost in proportion to the pairs that need them, not to a group's static slots
+  (under vmap, the world with most). A while_loop has no reverse mode, so derivatives are those
+  of the same function computed on every item (custom_jvp). fast: f computed another way (with
+  early-exit loops), used for the live items' values only.
+  """
+  n = live.shape[0]
+  # values f closes over (traced ones included) become explicit arguments of the custom_jvp
+  x0 = jax.tree_util.tree_map(lambda x: x[0], xs)
+  f, consts = jax.closure_convert(f, x0)
+  fast, fconsts = (f, consts) if fast is None else jax.closure_convert(fast, x0)
+  item = jax.eval_shape(
+    jax.vmap(f, in_axes=(0,) + (None,) * len(consts)),
+    jax.tree_util.tree_map(lambda x: x[:1], xs),
+    *consts,
+  )
+  if fill is None:
+    fill = jax.tree_util.tree_map(lambda s: jnp.zeros(s.shape[1:], s.dtype), item)
+
+  def blank(m: int) -> Any:
+    return jax.tree_util.tree_map(
+      lambda s, e: jnp.broadcast_to(jnp.asarray(e, s.dtype), (m,) + s.shape[1:]), item, fill
+    )
+
+  def keep(mask: jax.Array, out: Any, empty: Any) -> Any:
+    return jax.tree_util.tree_map(
+      lambda o, e: jnp.where(mask.reshape(mask.shape + (1,) * (o.ndim - 1)), o, e), out, empty
+    )
+
+  def fmap(x: Any, consts: tuple, g: Callable = f) -> Any:
+    return jax.vmap(lambda a: g(a, *consts))(x)
+
+  def every(xs: Any, live: jax.Array, consts: tuple, fconsts: tuple = ()) -> Any:
+    del fconsts
+    return keep(live, fmap(xs, consts), blank(n))
+
+  if n == 0:
+    return every(xs, live, tuple(consts))
+  # a small group is one chunk, skipped whole when none of its items is live
+  chunk = min(chunk, n)
+
+  def visit(xs: Any, live: jax.Array, consts: tuple, fconsts: tuple) -> Any:
+    del consts
+    nchunk = -(-n // chunk)
+    order = jnp.argsort(~live, stable=True).astype(jnp.int32)
+    order = jnp.concatenate([order, jnp.zeros(nchunk * chunk - n, jnp.int32)])
+    count = jnp.sum(live)
+
+    def body(c):
+      i, out = c
+      ids = jax.lax.dynamic_slice_in_dim(order, i * chunk, chunk)
+      y = fmap(jax.tree_util.tree_map(lambda a: a[ids], xs), fconsts, fast)
+      y = keep(i * chunk + jnp.arange(chunk) < count, y, blank(chunk))
+      out = jax.tree_util.tree_map(
+        lambda o, a: jax.lax.dynamic_update_slice_in_dim(o, a, i * chunk, 0), out, y
+      )
+      return i + 1, out
+
+    init = (jnp.zeros((), jnp.int32), blank(nchunk * chunk))
+    _, out = jax.lax.while_loop(lambda c: c[0] * chunk < count, body, init)
+    # back from visiting order to item order
+    return jax.tree_util.tree_map(
+      lambda o, e: e.at[order[:n]].set(o[:n], unique_indices=True), out, blank(n)
+    )
+
+  run = jax.custom_jvp(visit)
+  run.defjvp(lambda p, t: jax.jvp(every, p, t))
+  return run(xs, live, tuple(consts), tuple(fconsts))
