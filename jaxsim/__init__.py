@@ -5,6 +5,19 @@ This module is the public API and only re-exports it; the engine lives in `jaxsi
 """
 
 from jaxsim._src import xla as _xla  # noqa: F401  (first: XLA flags before JAX starts its backend)
+from jaxsim._src.enums import BiasType as BiasType
+from jaxsim._src.enums import ConeType as ConeType
+from jaxsim._src.enums import DisableBit as DisableBit
+from jaxsim._src.enums import DynType as DynType
+from jaxsim._src.enums import EnableBit as EnableBit
+from jaxsim._src.enums import EqType as EqType
+from jaxsim._src.enums import GainType as GainType
+from jaxsim._src.enums import GeomType as GeomType
+from jaxsim._src.enums import IntegratorType as IntegratorType
+from jaxsim._src.enums import JointType as JointType
+from jaxsim._src.enums import SolverType as SolverType
+from jaxsim._src.enums import TrnType as TrnType
+from jaxsim._src.enums import WrapType as WrapType
 from jaxsim._src.forward import forward as forward
 from jaxsim._src.forward import step as step
 from jaxsim._src.forward import step1 as step1
@@ -14,23 +27,10 @@ from jaxsim._src.io import load as load
 from jaxsim._src.io import load_string as load_string
 from jaxsim._src.model import make_data as make_data
 from jaxsim._src.rollout import rollout as rollout
-from jaxsim._src.types import BiasType as BiasType
-from jaxsim._src.types import ConeType as ConeType
 from jaxsim._src.types import Contact as Contact
 from jaxsim._src.types import Data as Data
-from jaxsim._src.types import DisableBit as DisableBit
-from jaxsim._src.types import DynType as DynType
-from jaxsim._src.types import EnableBit as EnableBit
-from jaxsim._src.types import EqType as EqType
-from jaxsim._src.types import GainType as GainType
-from jaxsim._src.types import GeomType as GeomType
-from jaxsim._src.types import IntegratorType as IntegratorType
-from jaxsim._src.types import JointType as JointType
 from jaxsim._src.types import Model as Model
 from jaxsim._src.types import Option as Option
-from jaxsim._src.types import SolverType as SolverType
-from jaxsim._src.types import TrnType as TrnType
-from jaxsim._src.types import WrapType as WrapType
 from jaxsim.errors import ModelError as ModelError
 
 __version__ = '0.1.0'

@@ -32,7 +32,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxsim._src.types import ConeType, Data, DisableBit, IntegratorType, Model, SolverType
+from jaxsim._src.enums import ConeType, DisableBit, IntegratorType, SolverType
+from jaxsim._src.types import Data, Model
 
 _MODELS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'models')
 

@@ -19,7 +19,8 @@ from collections.abc import Sequence
 import jax
 import numpy as np
 
-from jaxsim._src.types import GeomType, Model
+from jaxsim._src.enums import GeomType
+from jaxsim._src.types import Model
 
 _DEFAULT_RGBA = (0.5, 0.5, 0.5, 1.0)
 _PALETTE = np.array(

@@ -12,7 +12,7 @@ import pytest
 
 import jaxsim
 from jaxsim._src import actuation, kinematics
-from jaxsim._src.types import DisableBit
+from jaxsim._src.enums import DisableBit
 from tests import oracle
 from tests.models import MODELS, bundled, model_id
 

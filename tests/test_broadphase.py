@@ -19,7 +19,7 @@ import jaxsim
 from jaxsim._src import kinematics
 from jaxsim._src.collision import broadphase, convex, driver, hfield
 from jaxsim._src.collision.geom import NO_CONTACT, GeomInfo
-from jaxsim._src.types import GeomType
+from jaxsim._src.enums import GeomType
 
 CONTACTFULL = int(mujoco.mjtWarning.mjWARN_CONTACTFULL)
 SHAPES = (

@@ -15,6 +15,7 @@ import pytest
 
 import jaxsim
 from jaxsim._src import check
+from jaxsim._src.enums import WarningType
 from tests.oracle import assert_close
 
 AUTORESET = int(mujoco.mjtDisableBit.mjDSBL_AUTORESET)
@@ -106,8 +107,8 @@ def test_step_after_bad_value(case, kind):
     mujoco.mj_step(mj, md)
     d = step(m, d)
   # an earlier count that mj_resetData clears
-  md.warning[check.WARN_BADQVEL].number = 5
-  d = d.replace(warning=d.warning.at[check.WARN_BADQVEL].set(5))
+  md.warning[WarningType.BADQVEL].number = 5
+  d = d.replace(warning=d.warning.at[WarningType.BADQVEL].set(5))
   d = _inject(md, d, kind)
   mujoco.mj_step(mj, md)
   d = step(m, d)
@@ -159,7 +160,7 @@ def test_per_world_under_vmap(case):
     lambda a, b: np.testing.assert_allclose(np.asarray(a)[0], np.asarray(b), rtol=1e-12), out, one
   )
   warn = np.asarray(out.warning)
-  assert warn[1, check.WARN_BADQVEL] == 1 and warn[2, check.WARN_BADQPOS] == 1
+  assert warn[1, WarningType.BADQVEL] == 1 and warn[2, WarningType.BADQPOS] == 1
   assert not warn[0].any()
   if autoreset:
     ref = step(m, jaxsim.make_data(m))
@@ -182,4 +183,4 @@ def test_warning_layout():
     len(mujoco.MjData(mujoco.MjModel.from_xml_string(XML)).warning),
   )
   for name in ('BADQPOS', 'BADQVEL', 'BADQACC', 'BADCTRL', 'CONTACTFULL', 'CNSTRFULL'):
-    assert getattr(check, f'WARN_{name}') == int(getattr(mujoco.mjtWarning, f'mjWARN_{name}'))
+    assert getattr(WarningType, name) == int(getattr(mujoco.mjtWarning, f'mjWARN_{name}'))

@@ -10,7 +10,7 @@ import pytest
 
 from jaxsim._src.collision import primitive
 from jaxsim._src.collision.geom import NO_CONTACT, GeomInfo, MeshPoly, mesh_graph_arrays
-from jaxsim._src.types import GeomType
+from jaxsim._src.enums import GeomType
 
 T = GeomType
 NSAMPLE = 1000

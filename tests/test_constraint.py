@@ -17,6 +17,7 @@ import jaxsim
 from jaxsim import mjcf
 from jaxsim._src import constraint, kinematics, tendon, types
 from jaxsim._src.collision import driver, pairs
+from jaxsim._src.enums import ConstraintType
 from jaxsim._src.types import Model
 from tests.models import dm_control_suite
 from tests.oracle import assert_close
@@ -346,7 +347,7 @@ def compare(m: Model, mj: mujoco.MjModel, qpos, qvel, what: str = '', mjpos: boo
   # rows contact by contact at the slot the contact was injected into
   lay = constraint.layout(m)
   nnc = md.ne + md.nf + md.nl
-  idx = list(np.flatnonzero(act & (lay.type < constraint.CONTACT_FRICTIONLESS)))
+  idx = list(np.flatnonzero(act & (lay.type < ConstraintType.CONTACT_FRICTIONLESS)))
   assert len(idx) == nnc, f'{what}: {len(idx)} non-contact rows, MuJoCo has {nnc}'
   their_idx = list(range(nnc))
   theirs_id = list(theirs['efc_id'][:nnc])

@@ -10,7 +10,7 @@ import pytest
 
 import jaxsim
 from jaxsim import render
-from jaxsim._src.types import GeomType
+from jaxsim._src.enums import GeomType
 from tests.models import MODELS
 
 ROOT = os.path.dirname(MODELS)

@@ -10,7 +10,7 @@ import pytest
 
 import jaxsim
 from jaxsim._src import dynamics, kinematics, passive
-from jaxsim._src.types import DisableBit
+from jaxsim._src.enums import DisableBit
 from tests.models import bundled, model_id
 from tests.oracle import NO_CONSTRAINT, assert_close, jx_data, load_pair, mj_data, random_state
 

@@ -11,16 +11,17 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxsim._src import kinematics, math
-from jaxsim._src.types import (
+from jaxsim._src.enums import (
+  MAXVAL,
+  MINVAL,
   BiasType,
-  Data,
   DisableBit,
   DynType,
   GainType,
   JointType,
-  Model,
   TrnType,
 )
+from jaxsim._src.types import Data, Model
 
 FREE, BALL, SLIDE, HINGE = (
   int(t) for t in (JointType.FREE, JointType.BALL, JointType.SLIDE, JointType.HINGE)
@@ -46,7 +47,6 @@ GAIN_FIXED, GAIN_AFFINE, GAIN_MUSCLE = (
 BIAS_NONE, BIAS_AFFINE, BIAS_MUSCLE = (
   int(t) for t in (BiasType.NONE, BiasType.AFFINE, BiasType.MUSCLE)
 )
-MAXVAL = 1e10  # mjMAXVAL
 
 
 # ------------------------------------------------------------------------------ muscle model
@@ -56,7 +56,7 @@ def _muscle_force(prm: jax.Array, acc0: jax.Array) -> jax.Array:
   """Peak muscle force; a negative force means scale / acc0."""
   neg = prm[..., 2] < 0
   # acc0 only enters where it is used, so a missing (NaN) acc0 cannot poison gradients elsewhere
-  acc0 = jnp.where(neg, jnp.maximum(math.MINVAL, acc0), 1.0)
+  acc0 = jnp.where(neg, jnp.maximum(MINVAL, acc0), 1.0)
   return jnp.where(neg, prm[..., 3] / acc0, prm[..., 2])
 
 
@@ -65,18 +65,18 @@ def _normalized_length(
 ) -> tuple[jax.Array, jax.Array]:
   """Normalised muscle length L and optimum length L0."""
   r0, r1 = prm[..., 0], prm[..., 1]
-  l0 = (lengthrange[..., 1] - lengthrange[..., 0]) / jnp.maximum(math.MINVAL, r1 - r0)
-  return r0 + (length - lengthrange[..., 0]) / jnp.maximum(math.MINVAL, l0), l0
+  l0 = (lengthrange[..., 1] - lengthrange[..., 0]) / jnp.maximum(MINVAL, r1 - r0)
+  return r0 + (length - lengthrange[..., 0]) / jnp.maximum(MINVAL, l0), l0
 
 
 def muscle_gain_length(length: jax.Array, lmin: jax.Array, lmax: jax.Array) -> jax.Array:
   """Normalised muscle length-gain curve (mju_muscleGainLength)."""
   a = 0.5 * (lmin + 1)
   b = 0.5 * (1 + lmax)
-  x1 = (length - lmin) / jnp.maximum(math.MINVAL, a - lmin)
-  x2 = (1 - length) / jnp.maximum(math.MINVAL, 1 - a)
-  x3 = (length - 1) / jnp.maximum(math.MINVAL, b - 1)
-  x4 = (lmax - length) / jnp.maximum(math.MINVAL, lmax - b)
+  x1 = (length - lmin) / jnp.maximum(MINVAL, a - lmin)
+  x2 = (1 - length) / jnp.maximum(MINVAL, 1 - a)
+  x3 = (length - 1) / jnp.maximum(MINVAL, b - 1)
+  x4 = (lmax - length) / jnp.maximum(MINVAL, lmax - b)
   out = jnp.where(
     length <= a,
     0.5 * x1 * x1,
@@ -97,7 +97,7 @@ def muscle_gain(
   force = _muscle_force(prm, acc0)
   lmin, lmax, vmax, fvmax = prm[..., 4], prm[..., 5], prm[..., 6], prm[..., 8]
   big_l, l0 = _normalized_length(length, lengthrange, prm)
-  v = velocity / jnp.maximum(math.MINVAL, l0 * vmax)
+  v = velocity / jnp.maximum(MINVAL, l0 * vmax)
   fl = muscle_gain_length(big_l, lmin, lmax)
   y = fvmax - 1
   fv = jnp.where(
@@ -106,7 +106,7 @@ def muscle_gain(
     jnp.where(
       v <= 0,
       (v + 1) * (v + 1),
-      jnp.where(v <= y, fvmax - (y - v) * (y - v) / jnp.maximum(math.MINVAL, y), fvmax),
+      jnp.where(v <= y, fvmax - (y - v) * (y - v) / jnp.maximum(MINVAL, y), fvmax),
     ),
   )
   return -force * fl * fv
@@ -120,8 +120,8 @@ def muscle_bias(
   lmax, fpmax = prm[..., 5], prm[..., 7]
   big_l, _ = _normalized_length(length, lengthrange, prm)
   b = 0.5 * (1 + lmax)
-  x_quad = (big_l - 1) / jnp.maximum(math.MINVAL, b - 1)
-  x_lin = (big_l - b) / jnp.maximum(math.MINVAL, b - 1)
+  x_quad = (big_l - 1) / jnp.maximum(MINVAL, b - 1)
+  x_lin = (big_l - b) / jnp.maximum(MINVAL, b - 1)
   return jnp.where(
     big_l <= 1,
     0.0,
@@ -140,7 +140,7 @@ def muscle_dynamics_timescale(
 ) -> jax.Array:
   """Muscle time constant, hard or sigmoid-smoothed switch (mju_muscleDynamicsTimescale)."""
   hard = jnp.where(dctrl > 0, tau_act, tau_deact)
-  smooth = smoothing_width >= math.MINVAL
+  smooth = smoothing_width >= MINVAL
   x = dctrl / jnp.where(smooth, smoothing_width, 1.0) + 0.5
   soft = tau_deact + (tau_act - tau_deact) * _sigmoid(x)
   return jnp.where(smooth, soft, hard)
@@ -155,7 +155,7 @@ def muscle_dynamics(ctrl: jax.Array, act: jax.Array, prm: jax.Array) -> jax.Arra
   tau_deact = prm[..., 1] / (0.5 + 1.5 * actclamp)
   dctrl = ctrlclamp - act
   tau = muscle_dynamics_timescale(dctrl, tau_act, tau_deact, prm[..., 2])
-  return dctrl / jnp.maximum(math.MINVAL, tau)
+  return dctrl / jnp.maximum(MINVAL, tau)
 
 
 # ------------------------------------------------------------------------------ transmission
@@ -332,7 +332,7 @@ def transmission(
   crank = np.flatnonzero(trn == TRN_SLIDERCRANK)
   if crank.size:
     length, moment = _slidercrank_transmission(m, d, crank, length, moment)
-  ten = np.flatnonzero(trn == TRN_TENDON)
+  ten = np.flatnonzero(trn == TrnType.TENDON)
   if ten.size:
     tid = np.asarray(m.actuator_trnid)[ten, 0]
     gear = m.actuator_gear[ten, 0]
@@ -373,7 +373,7 @@ def _integrate_act(m: Model, act: jax.Array, act_dot: jax.Array) -> jax.Array:
   """Each activation after one timestep, clamped to actrange (mj_nextActivation), (na,)."""
   owner = _act_actuator(m)
   h = m.opt.timestep
-  tau = jnp.maximum(math.MINVAL, m.actuator_dynprm[owner, 0])
+  tau = jnp.maximum(MINVAL, m.actuator_dynprm[owner, 0])
   exact = np.asarray(m.actuator_dyntype)[owner] == DYN_FILTEREXACT
   # filterexact: act(h) = act + act_dot * tau * (1 - exp(-h / tau)), exact for a first-order filter
   scale = jnp.where(exact, tau * (-jnp.expm1(-h / tau)), h)
@@ -567,7 +567,7 @@ def actuation(m: Model, d: Data) -> Data:
     u = ctrl[stateful]
     dynprm = m.actuator_dynprm[stateful]
     sdyn = dyn[stateful]
-    tau = jnp.maximum(math.MINVAL, dynprm[:, 0])
+    tau = jnp.maximum(MINVAL, dynprm[:, 0])
     filt = np.isin(sdyn, (DYN_FILTER, DYN_FILTEREXACT))
     ad = jnp.where(filt, (u - cur) / tau, u)
     if (sdyn == DYN_MUSCLE).any():
@@ -619,7 +619,9 @@ def actuation(m: Model, d: Data) -> Data:
   trnid = np.asarray(m.actuator_trnid)[:, 0]
   if m.ntendon:
     ten_lim = np.asarray(m.tendon_actfrclimited).astype(bool)
-    on = np.flatnonzero((trn == TRN_TENDON) & ten_lim[np.where(trn == TRN_TENDON, trnid, 0)])
+    on = np.flatnonzero(
+      (trn == TrnType.TENDON) & ten_lim[np.where(trn == TrnType.TENDON, trnid, 0)]
+    )
     if on.size:
       tid = trnid[on]
       total = jnp.zeros(m.ntendon, dtype).at[tid].add(force[on])[tid]

@@ -23,19 +23,10 @@ import jax
 import jax.numpy as jnp
 
 from jaxsim._src import actuation
-from jaxsim._src.types import Data, DisableBit, Model, make_data
-
-MAXVAL = 1e10  # mjMAXVAL
+from jaxsim._src.enums import MAXVAL, DisableBit, WarningType
+from jaxsim._src.types import Data, Model, make_data
 
 # mjtWarning
-WARN_INERTIA = 0
-WARN_CONTACTFULL = 1
-WARN_CNSTRFULL = 2
-WARN_BADQPOS = 3
-WARN_BADQVEL = 4
-WARN_BADQACC = 5
-WARN_BADCTRL = 6
-NWARNING = 7  # mjNWARNING
 
 
 def is_bad(x: jax.Array) -> jax.Array:
@@ -81,14 +72,14 @@ def check_pos(m: Model, d: Data) -> Data:
   """Counts and, unless autoreset is disabled, resets a bad qpos (mj_checkPos)."""
   if not m.nq:
     return d
-  return _reset_where(m, d, jnp.any(is_bad(d.qpos)), WARN_BADQPOS)
+  return _reset_where(m, d, jnp.any(is_bad(d.qpos)), WarningType.BADQPOS)
 
 
 def check_vel(m: Model, d: Data) -> Data:
   """Counts and, unless autoreset is disabled, resets a bad qvel (mj_checkVel)."""
   if not m.nv:
     return d
-  return _reset_where(m, d, jnp.any(is_bad(d.qvel)), WARN_BADQVEL)
+  return _reset_where(m, d, jnp.any(is_bad(d.qvel)), WarningType.BADQVEL)
 
 
 def check_acc(m: Model, d: Data, qacc: jax.Array | None = None) -> Data:
@@ -101,7 +92,7 @@ def check_acc(m: Model, d: Data, qacc: jax.Array | None = None) -> Data:
   if not m.nv:
     return d
   qacc = d.qacc if qacc is None else qacc
-  return _reset_where(m, d, jnp.any(is_bad(qacc)), WARN_BADQACC)
+  return _reset_where(m, d, jnp.any(is_bad(qacc)), WarningType.BADQACC)
 
 
 def check_ctrl(m: Model, d: Data) -> Data:
@@ -114,4 +105,4 @@ def check_ctrl(m: Model, d: Data) -> Data:
   ctrl = d.ctrl
   if not m.opt.disableflags & DisableBit.CLAMPCTRL:
     ctrl = actuation._clamp(ctrl, m.actuator_ctrllimited, m.actuator_ctrlrange)
-  return d.replace(warning=_warn(d, WARN_BADCTRL, jnp.any(is_bad(ctrl))))
+  return d.replace(warning=_warn(d, WarningType.BADCTRL, jnp.any(is_bad(ctrl))))

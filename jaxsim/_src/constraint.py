@@ -10,7 +10,6 @@ mj_makeImpedance and mj_referenceConstraint (with mj_Jdotv).
 
 from __future__ import annotations
 
-import enum
 from typing import NamedTuple
 
 import jax
@@ -19,29 +18,18 @@ import numpy as np
 
 from jaxsim._src import kinematics, math
 from jaxsim._src.collision import driver
-from jaxsim._src.types import ConeType, Data, DisableBit, EqType, JointType, Model
-
-MINVAL = 1e-15  # mjMINVAL
-MINIMP = 0.0001  # mjMINIMP
-MAXIMP = 0.9999  # mjMAXIMP
-OBJ_SITE = 6  # mjOBJ_SITE
-
-
-class ConstraintType(enum.IntEnum):
-  """mjtConstraint."""
-
-  EQUALITY = 0
-  FRICTION_DOF = 1
-  FRICTION_TENDON = 2
-  LIMIT_JOINT = 3
-  LIMIT_TENDON = 4
-  CONTACT_FRICTIONLESS = 5
-  CONTACT_PYRAMIDAL = 6
-  CONTACT_ELLIPTIC = 7
-
-
-EQUALITY, FRICTION_DOF, FRICTION_TENDON, LIMIT_JOINT, LIMIT_TENDON = range(5)
-CONTACT_FRICTIONLESS, CONTACT_PYRAMIDAL, CONTACT_ELLIPTIC = 5, 6, 7
+from jaxsim._src.enums import (
+  MAXIMP,
+  MINIMP,
+  MINVAL,
+  ConeType,
+  ConstraintType,
+  DisableBit,
+  EqType,
+  JointType,
+  ObjType,
+)
+from jaxsim._src.types import Data, Model
 
 _EQ_ROWS = {EqType.CONNECT: 3, EqType.WELD: 6, EqType.JOINT: 1, EqType.TENDON: 1}
 
@@ -115,27 +103,27 @@ def layout(m: Model) -> Layout:
         raise NotImplementedError(
           f'equality constraint {i} of type {int(t)} (flex) is not supported'
         )
-      add(EQUALITY, i, _EQ_ROWS[int(t)])
+      add(ConstraintType.EQUALITY, i, _EQ_ROWS[int(t)])
   ne = len(types)
 
   if not flags & DisableBit.FRICTIONLOSS:
     for i in np.flatnonzero(_has_frictionloss(m, 'dof')):
-      add(FRICTION_DOF, i)
+      add(ConstraintType.FRICTION_DOF, i)
     if m.ntendon:
       for i in np.flatnonzero(_has_frictionloss(m, 'tendon')):
-        add(FRICTION_TENDON, i)
+        add(ConstraintType.FRICTION_TENDON, i)
   nf = len(types) - ne
 
   if not flags & DisableBit.LIMIT:
     jt = np.asarray(m.jnt_type)
     for i in np.flatnonzero(np.asarray(m.jnt_limited)):
       if jt[i] in (JointType.SLIDE, JointType.HINGE):
-        add(LIMIT_JOINT, i, 2)
+        add(ConstraintType.LIMIT_JOINT, i, 2)
       elif jt[i] == JointType.BALL:
-        add(LIMIT_JOINT, i)
+        add(ConstraintType.LIMIT_JOINT, i)
     if m.ntendon:
       for i in np.flatnonzero(np.asarray(m.tendon_limited)):
-        add(LIMIT_TENDON, i, 2)
+        add(ConstraintType.LIMIT_TENDON, i, 2)
 
   if not flags & DisableBit.CONTACT:
     # vectorised: a scene of many bodies has millions of contact slots
@@ -143,7 +131,9 @@ def layout(m: Model) -> Layout:
     pyramidal = m.opt.cone == ConeType.PYRAMIDAL
     nrow[:] = np.where(dims == 1, 1, 2 * (dims - 1) if pyramidal else dims)
     ctype = np.where(
-      dims == 1, CONTACT_FRICTIONLESS, CONTACT_PYRAMIDAL if pyramidal else CONTACT_ELLIPTIC
+      dims == 1,
+      ConstraintType.CONTACT_FRICTIONLESS,
+      ConstraintType.CONTACT_PYRAMIDAL if pyramidal else ConstraintType.CONTACT_ELLIPTIC,
     )
     efcadr[:] = len(types) + np.concatenate([[0], np.cumsum(nrow)[:-1]]).astype(np.int32)
     types = np.concatenate([np.asarray(types, np.int32), np.repeat(ctype, nrow)])
@@ -172,7 +162,7 @@ def _deriv_quat(q: jax.Array, vel: jax.Array) -> jax.Array:
 
 def _eq_info(m: Model, ids: np.ndarray):
   """Static per-equality arrays: site semantics, body ids and site ids of both sides."""
-  site = np.asarray(m.eq_objtype)[ids] == OBJ_SITE
+  site = np.asarray(m.eq_objtype)[ids] == ObjType.SITE
   o1, o2 = np.asarray(m.eq_obj1id)[ids], np.asarray(m.eq_obj2id)[ids]
   sb = np.asarray(m.site_bodyid)
   b1 = np.where(site, sb[np.where(site, o1, 0)] if m.nsite else 0, o1)
@@ -359,7 +349,7 @@ def _equality(m: Model, d: Data, lay: Layout, r: _Rows) -> None:
 
   ids = eq_ids[eq_type[eq_ids] == EqType.CONNECT]
   if ids.size:
-    rows = _first_rows(lay, EQUALITY, ids)[:, None] + np.arange(3)
+    rows = _first_rows(lay, ConstraintType.EQUALITY, ids)[:, None] + np.arange(3)
     p1, p2, b1, b2 = _eq_anchors(m, d, ids, weld=False)
     jp1, _ = kinematics.jac_batch(m, d, p1, jnp.asarray(b1))
     jp2, _ = kinematics.jac_batch(m, d, p2, jnp.asarray(b2))
@@ -372,7 +362,7 @@ def _equality(m: Model, d: Data, lay: Layout, r: _Rows) -> None:
 
   ids = eq_ids[eq_type[eq_ids] == EqType.WELD]
   if ids.size:
-    rows = _first_rows(lay, EQUALITY, ids)[:, None] + np.arange(6)
+    rows = _first_rows(lay, ConstraintType.EQUALITY, ids)[:, None] + np.arange(6)
     p1, p2, b1, b2 = _eq_anchors(m, d, ids, weld=True)
     jp1, jr1 = kinematics.jac_batch(m, d, p1, jnp.asarray(b1))
     jp2, jr2 = kinematics.jac_batch(m, d, p2, jnp.asarray(b2))
@@ -402,7 +392,7 @@ def _equality(m: Model, d: Data, lay: Layout, r: _Rows) -> None:
     ids = eq_ids[eq_type[eq_ids] == kind]
     if not ids.size:
       continue
-    rows = _first_rows(lay, EQUALITY, ids)
+    rows = _first_rows(lay, ConstraintType.EQUALITY, ids)
     o1, o2 = np.asarray(m.eq_obj1id)[ids], np.asarray(m.eq_obj2id)[ids]
     has2 = o2 >= 0
     o2c = np.where(has2, o2, o1)
@@ -438,13 +428,13 @@ def _equality(m: Model, d: Data, lay: Layout, r: _Rows) -> None:
 
 def _friction(m: Model, d: Data, lay: Layout, r: _Rows) -> None:
   """Friction loss rows of dofs and tendons (mj_instantiateFriction)."""
-  rows = np.flatnonzero(lay.type == FRICTION_DOF)
+  rows = np.flatnonzero(lay.type == ConstraintType.FRICTION_DOF)
   if rows.size:
     ids = lay.id[rows]
     fl = m.dof_frictionloss[ids]
     r.set(rows, j=jnp.eye(m.nv, dtype=r.dtype)[ids], frictionloss=fl, active=fl != 0)
     r.set(rows, diag=m.dof_invweight0[ids], solref=m.dof_solref[ids], solimp=m.dof_solimp[ids])
-  rows = np.flatnonzero(lay.type == FRICTION_TENDON)
+  rows = np.flatnonzero(lay.type == ConstraintType.FRICTION_TENDON)
   if rows.size:
     ids = lay.id[rows]
     fl = m.tendon_frictionloss[ids]
@@ -463,7 +453,7 @@ def _side(lay: Layout, rows: np.ndarray) -> np.ndarray:
 
 def _limit(m: Model, d: Data, lay: Layout, r: _Rows) -> None:
   """Joint and tendon limit rows (mj_instantiateLimit)."""
-  rows = np.flatnonzero(lay.type == LIMIT_JOINT)
+  rows = np.flatnonzero(lay.type == ConstraintType.LIMIT_JOINT)
   if rows.size:
     ids = lay.id[rows]
     jt = np.asarray(m.jnt_type)[ids]
@@ -491,7 +481,7 @@ def _limit(m: Model, d: Data, lay: Layout, r: _Rows) -> None:
       active = (dist < margin) & jnp.any(jac != 0, axis=1)
       r.set(rw, j=jac, pos=dist, imppos=dist, active=active, margin=margin, impmargin=margin)
     r.set(rows, diag=m.dof_invweight0[dadr], solref=m.jnt_solref[ids], solimp=m.jnt_solimp[ids])
-  rows = np.flatnonzero(lay.type == LIMIT_TENDON)
+  rows = np.flatnonzero(lay.type == ConstraintType.LIMIT_TENDON)
   if rows.size:
     ids, side = lay.id[rows], _side(lay, rows)
     rng = m.tendon_range[ids]
@@ -640,12 +630,12 @@ def make_constraint(m: Model, d: Data) -> Data:
   imp, impp = _impedance(solimp, r.get('imppos'), r.get('impmargin'))
   R = jnp.maximum(MINVAL, (1 - imp) * r.get('diag') / imp)
   typ = lay.type
-  ell = typ == CONTACT_ELLIPTIC
+  ell = typ == ConstraintType.CONTACT_ELLIPTIC
   ell_fri = ell & np.r_[False, lay.id[1:] == lay.id[:-1]]
   use_fri = ell_fri & jnp.any(solreffriction != 0, axis=1)
   ref = jnp.where(use_fri[:, None], solreffriction, solref)
   k, b = _kb(ref, solimp[:, 1])
-  no_k = (typ == FRICTION_DOF) | (typ == FRICTION_TENDON) | ell_fri
+  no_k = (typ == ConstraintType.FRICTION_DOF) | (typ == ConstraintType.FRICTION_TENDON) | ell_fri
   k = jnp.where(no_k, 0.0, k)
 
   # frictional contacts: R of the friction directions from impratio, cone mu (mj_makeImpedance)
@@ -683,7 +673,7 @@ def make_constraint(m: Model, d: Data) -> Data:
     # a tether's row is a frictionless contact row
     first = lay.contact_efcadr[fric]
     efc_type = efc_type.at[first].set(
-      jnp.where(tether[fric], CONTACT_FRICTIONLESS, lay.type[first])
+      jnp.where(tether[fric], ConstraintType.CONTACT_FRICTIONLESS, lay.type[first])
     )
   kbip = jnp.stack([k, b, imp, impp], axis=-1) * act[:, None]
   con = d.contact.replace(
@@ -735,7 +725,7 @@ def _jdotv(m: Model, d: Data, lay: Layout) -> jax.Array:
     if not ids.size:
       continue
     weld = kind == EqType.WELD
-    first = _first_rows(lay, EQUALITY, ids)
+    first = _first_rows(lay, ConstraintType.EQUALITY, ids)
     p1, p2, b1, b2 = _eq_anchors(m, d, ids, weld=weld)
     t1, r1 = _jac_dot_v(m, d, p1, b1)
     t2, r2 = _jac_dot_v(m, d, p2, b2)
@@ -813,11 +803,11 @@ def _adhesion_share(d: Data, lay: Layout) -> jax.Array:
   The normal row (condim 1, elliptic cones, tethers) takes all of it, the 2 (condim - 1) edges of
   a pyramid take equal parts.
   """
-  rows = np.flatnonzero(lay.type >= CONTACT_FRICTIONLESS)
+  rows = np.flatnonzero(lay.type >= ConstraintType.CONTACT_FRICTIONLESS)
   slot = lay.id[rows]
   first = rows == lay.contact_efcadr[slot]
   edges = np.maximum(2 * (lay.contact_dim[slot] - 1), 1)
-  pyramid = lay.type[rows] == CONTACT_PYRAMIDAL
+  pyramid = lay.type[rows] == ConstraintType.CONTACT_PYRAMIDAL
   con = d.contact
   adhesion = con.adhesion[slot]
   cone = pyramid & (con.dim[slot] > 1)  # tethers are frictionless: their one row takes it all

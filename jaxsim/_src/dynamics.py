@@ -11,7 +11,8 @@ import jax.scipy.linalg as jsl
 import numpy as np
 
 from jaxsim._src import math
-from jaxsim._src.types import Data, DisableBit, Model, TrnType
+from jaxsim._src.enums import MINVAL, DisableBit, TrnType
+from jaxsim._src.types import Data, Model
 
 
 def _gear2_sum(m: Model, values: jax.Array, trntypes: tuple[int, ...], size: int) -> jax.Array:
@@ -83,9 +84,7 @@ def factor_m(m: Model, d: Data) -> Data:
   # MJX does), so only the warning is mirrored
   # (a NaN qM, from a NaN qpos, is not counted: MuJoCo's pivot test is false for NaN)
   piv = jnp.diagonal(qld)
-  singular = jnp.any(piv**2 < math.MINVAL) | (
-    jnp.all(jnp.isfinite(d.qM)) & ~jnp.all(jnp.isfinite(piv))
-  )
+  singular = jnp.any(piv**2 < MINVAL) | (jnp.all(jnp.isfinite(d.qM)) & ~jnp.all(jnp.isfinite(piv)))
   warning = d.warning.at[0].add(singular.astype(d.warning.dtype))
   return d.replace(qLD=qld, warning=warning)
 

@@ -6,13 +6,8 @@ This is the only module that knows the order of the stages (mj_forward, mj_step)
 from __future__ import annotations
 
 from jaxsim._src import check, integrate, inverse, stages, variational
-from jaxsim._src.types import (
-  Data,
-  EnableBit,
-  IntegratorType,
-  Model,
-  check_inputs,
-)
+from jaxsim._src.enums import EnableBit, IntegratorType
+from jaxsim._src.types import Data, Model, check_inputs
 
 
 def forward(m: Model, d: Data) -> Data:

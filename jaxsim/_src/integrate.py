@@ -14,17 +14,17 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxsim._src import actuation, dynamics, kinematics, math, passive
-from jaxsim._src.types import (
+from jaxsim._src.enums import (
+  MINVAL,
   BiasType,
-  Data,
   DisableBit,
   DynType,
   GainType,
   IntegratorType,
-  Model,
   TrnType,
 )
-from jaxsim._src.types import JointType as JT
+from jaxsim._src.enums import JointType as JT
+from jaxsim._src.types import Data, Model
 
 
 def integrate_pos(m: Model, qpos: jax.Array, qvel: jax.Array, dt: jax.Array) -> jax.Array:
@@ -91,20 +91,18 @@ def _muscle_gain_vel(length, vel, lengthrange, acc0, prm):
   """d(muscle gain)/d(velocity) per actuator (mjd_muscleGain_vel)."""
   rng0, rng1, force, scale = prm[:, 0], prm[:, 1], prm[:, 2], prm[:, 3]
   lmin, lmax, vmax, fvmax = prm[:, 4], prm[:, 5], prm[:, 6], prm[:, 8]
-  force = jnp.where(force < 0, scale / jnp.maximum(math.MINVAL, acc0), force)
-  l0 = (lengthrange[:, 1] - lengthrange[:, 0]) / jnp.maximum(math.MINVAL, rng1 - rng0)
-  l = rng0 + (length - lengthrange[:, 0]) / jnp.maximum(math.MINVAL, l0)
-  v = vel / jnp.maximum(math.MINVAL, l0 * vmax)
+  force = jnp.where(force < 0, scale / jnp.maximum(MINVAL, acc0), force)
+  l0 = (lengthrange[:, 1] - lengthrange[:, 0]) / jnp.maximum(MINVAL, rng1 - rng0)
+  l = rng0 + (length - lengthrange[:, 0]) / jnp.maximum(MINVAL, l0)
+  v = vel / jnp.maximum(MINVAL, l0 * vmax)
   fl = actuation.muscle_gain_length(l, lmin, lmax)
   y = fvmax - 1
   dfv = jnp.where(
     v <= -1,
     0.0,
-    jnp.where(
-      v <= 0, 2 * v + 2, jnp.where(v <= y, (-2 * v + 2 * y) / jnp.maximum(math.MINVAL, y), 0.0)
-    ),
+    jnp.where(v <= 0, 2 * v + 2, jnp.where(v <= y, (-2 * v + 2 * y) / jnp.maximum(MINVAL, y), 0.0)),
   )
-  return -force * fl * dfv / jnp.maximum(math.MINVAL, l0 * vmax)
+  return -force * fl * dfv / jnp.maximum(MINVAL, l0 * vmax)
 
 
 def _actuator_vel_deriv(m: Model, d: Data) -> jax.Array:

@@ -16,7 +16,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxsim._src import constraint, integrate, math, passive, sensors, solver, stages
-from jaxsim._src.types import Data, DisableBit, EnableBit, IntegratorType, Model, check_inputs
+from jaxsim._src.enums import DisableBit, EnableBit, IntegratorType
+from jaxsim._src.types import Data, Model, check_inputs
 
 
 def inv_constraint(m: Model, d: Data, layout: Any = None) -> Data:

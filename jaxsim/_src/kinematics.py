@@ -11,7 +11,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxsim._src import math
-from jaxsim._src.types import Data, JointType, Model
+from jaxsim._src.enums import MINVAL, JointType
+from jaxsim._src.types import Data, Model
 
 FREE, BALL, SLIDE, HINGE = (
   int(t) for t in (JointType.FREE, JointType.BALL, JointType.SLIDE, JointType.HINGE)
@@ -177,7 +178,7 @@ def com_pos(m: Model, d: Data) -> Data:
   mass = m.body_mass
   subtreemass = subtree @ mass
   moment = subtree @ (mass[:, None] * d.xipos)
-  small = subtreemass < math.MINVAL
+  small = subtreemass < MINVAL
   subtree_com = jnp.where(
     small[:, None], d.xipos, moment / jnp.where(small, 1.0, subtreemass)[:, None]
   )

@@ -22,13 +22,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxsim._src import check, constraint, dynamics
+from jaxsim._src import constraint, dynamics
+from jaxsim._src.enums import MINVAL, DisableBit, IntegratorType, WarningType
 from jaxsim._src.forward import step1, step2
 from jaxsim._src.setconst import _FAST_COMPILE
-from jaxsim._src.types import Data, DisableBit, IntegratorType, Model, make_data
+from jaxsim._src.types import Data, Model, make_data
 from jaxsim.errors import ModelError
-
-MINVAL = 1e-15  # mjMINVAL
 
 # mjCModel::LengthRange replaces the model's disable flags by these (sensors are ours: no effect
 # on the state, and unsupported sensors must not stop the search)
@@ -88,8 +87,8 @@ def _lengths(m: Model, d0: Data, index: jax.Array, sign: jax.Array, prm: jax.Arr
     return step2(m, d.replace(qfrc_applied=force)), length
 
   d, length = jax.lax.scan(body, d0, None, length=nstep)
-  bad = d.warning[check.WARN_BADQPOS] + d.warning[check.WARN_BADQVEL]
-  return length, bad + d.warning[check.WARN_BADQACC] > 0
+  bad = d.warning[WarningType.BADQPOS] + d.warning[WarningType.BADQVEL]
+  return length, bad + d.warning[WarningType.BADQACC] > 0
 
 
 # runs once per load: cheaper compilation matters more than the speed of the compiled code

@@ -10,7 +10,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-MINVAL = 1e-15  # mjMINVAL
+from jaxsim._src.enums import MINVAL
 
 
 def safe_norm(x: jax.Array, axis: int = -1, keepdims: bool = False) -> jax.Array:

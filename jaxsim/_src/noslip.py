@@ -23,10 +23,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-MINVAL = 1e-15  # mjMINVAL
+from jaxsim._src.enums import MINVAL, ConstraintState, ConstraintType
+
 # mjtConstraint, mjtConstraintState
-CONTACT_PYRAMIDAL, CONTACT_ELLIPTIC = 6, 7
-SATISFIED, QUADRATIC, LINEARNEG, LINEARPOS, CONE = 0, 1, 2, 3, 4
 DRY, PYRAMID, ELLIPSE = 0, 1, 2
 WIDTH = 5  # rows in the largest block: the tangents of a condim-6 elliptic contact
 
@@ -65,10 +64,10 @@ def blocks(layout: Any) -> Blocks:
     i, n = int(adr[c]), int(dim[c])
     if i < 0 or i >= nefc or n < 2:
       continue
-    if typ[i] == CONTACT_PYRAMIDAL:
+    if typ[i] == ConstraintType.CONTACT_PYRAMIDAL:
       for j in range(i, i + 2 * (n - 1), 2):
         add([j, j + 1], PYRAMID, s=int(c))
-    elif typ[i] == CONTACT_ELLIPTIC:
+    elif typ[i] == ConstraintType.CONTACT_ELLIPTIC:
       add(range(i + 1, i + n), ELLIPSE, i, int(c))
   if not rows:
     z = np.zeros(0, np.int32)
@@ -184,21 +183,33 @@ def dual_state(force, ne, nf, floss, active, ell_rows, ell_mu, ell_fric, ell_one
   nefc = force.shape[0]
   idx = np.arange(nefc)
   fri = (idx >= ne) & (idx < ne + nf)
-  st_fri = jnp.where(force <= -floss, LINEARPOS, jnp.where(force >= floss, LINEARNEG, QUADRATIC))
-  st_one = jnp.where(force <= 0, SATISFIED, QUADRATIC)
-  state = jnp.where(idx < ne, QUADRATIC, jnp.where(fri, st_fri, st_one))
+  st_fri = jnp.where(
+    force <= -floss,
+    ConstraintState.LINEARPOS,
+    jnp.where(force >= floss, ConstraintState.LINEARNEG, ConstraintState.QUADRATIC),
+  )
+  st_one = jnp.where(force <= 0, ConstraintState.SATISFIED, ConstraintState.QUADRATIC)
+  state = jnp.where(idx < ne, ConstraintState.QUADRATIC, jnp.where(fri, st_fri, st_one))
   if len(ell_rows):
     fpad = jnp.concatenate([force, jnp.zeros(1, force.dtype)])
     fc = fpad[ell_rows]  # (nell, 6)
     n = _safe_div(fc[:, 0], ell_mu)
     t = _safe_div(fc[:, 1:], ell_fric)
     tn = jnp.sqrt(jnp.sum(t * t, axis=1))
-    zone = jnp.where(ell_mu * n >= tn, SATISFIED, jnp.where(n + ell_mu * tn <= 0, QUADRATIC, CONE))
+    zone = jnp.where(
+      ell_mu * n >= tn,
+      ConstraintState.SATISFIED,
+      jnp.where(n + ell_mu * tn <= 0, ConstraintState.QUADRATIC, ConstraintState.CONE),
+    )
     if ell_one is not None:
-      zone = jnp.where(ell_one, jnp.where(fc[:, 0] <= 0, SATISFIED, QUADRATIC), zone)
+      zone = jnp.where(
+        ell_one,
+        jnp.where(fc[:, 0] <= 0, ConstraintState.SATISFIED, ConstraintState.QUADRATIC),
+        zone,
+      )
     zone = jnp.broadcast_to(zone[:, None], ell_rows.shape)
     state = state.at[ell_rows.reshape(-1)].set(zone.reshape(-1), mode='drop')
-  return jnp.where(active, state, SATISFIED).astype(jnp.int32)
+  return jnp.where(active, state, ConstraintState.SATISFIED).astype(jnp.int32)
 
 
 def solve(

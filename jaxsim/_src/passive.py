@@ -12,12 +12,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxsim._src import kinematics, math
-from jaxsim._src.types import Data, DisableBit, GeomType, JointType, Model, TrnType
+from jaxsim._src.enums import MINVAL, NPOLY, DisableBit, GeomType, JointType, TrnType
+from jaxsim._src.types import Data, Model
 
 FREE, BALL, SLIDE, HINGE = (
   int(t) for t in (JointType.FREE, JointType.BALL, JointType.SLIDE, JointType.HINGE)
 )
-NPOLY = 2  # mjNPOLY
 EPS = 1e-14  # mjEPS of the model compiler
 
 # 15-point Gauss-Kronrod weights, abscissae l = x^3 / (1 - x)^2 and dl/dx, as in
@@ -193,15 +193,15 @@ def _local_velocity(m: Model, d: Data, body: np.ndarray, pos: jax.Array, mat: ja
 def _inertia_box(m: Model, d: Data, bodies: np.ndarray):
   """Inertia-box fluid force and torque (n, 3) in world axes at xipos (mj_inertiaBoxFluidModel)."""
   mass = m.body_mass[bodies]
-  valid = mass >= math.MINVAL
+  valid = mass >= MINVAL
   mass = jnp.where(valid, mass, 1.0)
   inertia = m.body_inertia[bodies]
   i0, i1, i2 = inertia[:, 0], inertia[:, 1], inertia[:, 2]
   box = jnp.stack(
     [
-      jnp.sqrt(jnp.maximum(math.MINVAL, i1 + i2 - i0) / mass * 6.0),
-      jnp.sqrt(jnp.maximum(math.MINVAL, i0 + i2 - i1) / mass * 6.0),
-      jnp.sqrt(jnp.maximum(math.MINVAL, i0 + i1 - i2) / mass * 6.0),
+      jnp.sqrt(jnp.maximum(MINVAL, i1 + i2 - i0) / mass * 6.0),
+      jnp.sqrt(jnp.maximum(MINVAL, i0 + i2 - i1) / mass * 6.0),
+      jnp.sqrt(jnp.maximum(MINVAL, i0 + i1 - i2) / mass * 6.0),
     ],
     axis=-1,
   )
@@ -346,7 +346,7 @@ def _ellipsoid(m: Model, d: Data, geoms: np.ndarray):
   force = force + magnus_force + kutta_force - drag_lin[:, None] * lin
 
   # the interaction coefficient scales everything; bodies without mass are skipped
-  scale = jnp.where(m.body_mass[body] >= math.MINVAL, coef, 0.0)[:, None]
+  scale = jnp.where(m.body_mass[body] >= MINVAL, coef, 0.0)[:, None]
   force = jnp.einsum('nij,nj->ni', mat, force * scale)
   torque = jnp.einsum('nij,nj->ni', mat, torque * scale)
   return force, torque

@@ -33,12 +33,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxsim._src import noslip
-from jaxsim._src.types import EqType, Model
+from jaxsim._src.enums import MINVAL, ConstraintType, EqType, ObjType
+from jaxsim._src.types import Model
 
-MINVAL = 1e-15  # mjMINVAL
-OBJ_SITE = 6  # mjOBJ_SITE
-EQUALITY, FRICTION_DOF, FRICTION_TENDON, LIMIT_JOINT = 0, 1, 2, 3
-CONTACT_FRICTIONLESS, CONTACT_PYRAMIDAL, CONTACT_ELLIPTIC = 5, 6, 7
 # block kinds
 EQ, FRIC, ONE, ELL = 0, 1, 2, 3
 WIDTH = 6  # rows of the largest block: a condim-6 elliptic contact
@@ -93,11 +90,11 @@ def blocks(m: Model, layout: Any, trees: bool = True) -> Blocks:
   ids = np.asarray(layout.id).reshape(nefc)
   adr = np.asarray(layout.contact_efcadr).reshape(-1)
   cdim = np.asarray(layout.contact_dim).reshape(-1)
-  slot = np.where(typ >= CONTACT_FRICTIONLESS, ids, 0).astype(np.int32)
+  slot = np.where(typ >= ConstraintType.CONTACT_FRICTIONLESS, ids, 0).astype(np.int32)
   rows, kind, dim, ell, row_block = [], [], [], [], np.zeros(nefc, np.int32)
   ell_slots = {}
   for c in range(len(adr)):
-    if cdim[c] > 1 and 0 <= adr[c] < nefc and typ[adr[c]] == CONTACT_ELLIPTIC:
+    if cdim[c] > 1 and 0 <= adr[c] < nefc and typ[adr[c]] == ConstraintType.CONTACT_ELLIPTIC:
       ell_slots[int(adr[c])] = (len(ell_slots), int(cdim[c]))
   i = 0
   while i < nefc:
@@ -128,15 +125,15 @@ def blocks(m: Model, layout: Any, trees: bool = True) -> Blocks:
   eq_type = np.asarray(m.eq_type) if m.neq else np.zeros(0, np.int32)
   for i in range(nefc):
     t, j = typ[i], ids[i]
-    if t == FRICTION_DOF:
+    if t == ConstraintType.FRICTION_DOF:
       row_tree[i] = dtree[j], -1
-    elif t == LIMIT_JOINT:
+    elif t == ConstraintType.LIMIT_JOINT:
       row_tree[i] = dtree[np.asarray(m.jnt_dofadr)[j]], -1
-    elif t >= CONTACT_FRICTIONLESS:
+    elif t >= ConstraintType.CONTACT_FRICTIONLESS:
       row_tree[i] = -2
-    elif t == EQUALITY and eq_type[j] in (EqType.CONNECT, EqType.WELD):
+    elif t == ConstraintType.EQUALITY and eq_type[j] in (EqType.CONNECT, EqType.WELD):
       b1, b2 = int(np.asarray(m.eq_obj1id)[j]), int(np.asarray(m.eq_obj2id)[j])
-      if int(np.asarray(m.eq_objtype)[j]) == OBJ_SITE:
+      if int(np.asarray(m.eq_objtype)[j]) == ObjType.SITE:
         b1, b2 = int(np.asarray(m.site_bodyid)[b1]), int(np.asarray(m.site_bodyid)[b2])
       row_tree[i] = btree[b1], btree[b2]
   out = Blocks(

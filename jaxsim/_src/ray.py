@@ -13,10 +13,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxsim._src.types import Data, GeomType, Model
-
-MINVAL = 1e-15  # mjMINVAL
-NGROUP = 6  # mjNGROUP
+from jaxsim._src.enums import MINVAL, NGROUP, GeomType
+from jaxsim._src.types import Data, Model
 
 
 def _safe_div(a: jax.Array, b: jax.Array) -> jax.Array:

@@ -17,9 +17,8 @@ import numpy as np
 from jaxsim._src import constraint, math, passive
 from jaxsim._src import tendon as tendon_
 from jaxsim._src.collision import driver
-from jaxsim._src.types import ConeType, Data, DisableBit, EqType, Model, TrnType
-
-OBJ_SITE = 6  # mjOBJ_SITE
+from jaxsim._src.enums import ConeType, ConstraintType, DisableBit, EqType, ObjType, TrnType
+from jaxsim._src.types import Data, Model
 
 
 def contact_slots(m: Model) -> tuple[np.ndarray, np.ndarray]:
@@ -129,7 +128,7 @@ def _ext_equality(m: Model, d: Data) -> jax.Array:
     else:
       torque = jnp.zeros_like(f[:, :3])
     cfrc = jnp.concatenate([torque, f[:, :3]], axis=-1)
-    site = np.asarray(m.eq_objtype)[sel] == OBJ_SITE
+    site = np.asarray(m.eq_objtype)[sel] == ObjType.SITE
     o1, o2 = np.asarray(m.eq_obj1id)[sel], np.asarray(m.eq_obj2id)[sel]
     data = m.eq_data[sel]
     # body semantics: connect anchors data[0:3] on body 1, data[3:6] on body 2; weld swapped
@@ -167,13 +166,13 @@ def tendon_force(m: Model, d: Data) -> jax.Array:
     frc = frc.at[target].add(m.actuator_gear[act, 0] * d.actuator_force[act])
   lay = constraint.layout(m)
   # each row's coefficient on the tendon's Jacobian (friction +1, limit -side, equality 1 / -poly')
-  rows = np.flatnonzero(lay.type == constraint.FRICTION_TENDON)
+  rows = np.flatnonzero(lay.type == ConstraintType.FRICTION_TENDON)
   frc = frc.at[lay.id[rows]].add(d.efc_force[rows])
-  rows = np.flatnonzero(lay.type == constraint.LIMIT_TENDON)
+  rows = np.flatnonzero(lay.type == ConstraintType.LIMIT_TENDON)
   if rows.size:
     lower = np.r_[True, lay.id[rows][1:] != lay.id[rows][:-1]]
     frc = frc.at[lay.id[rows]].add(jnp.where(lower, 1.0, -1.0) * d.efc_force[rows])
-  eq = np.flatnonzero(lay.type[: lay.ne] == constraint.EQUALITY)
+  eq = np.flatnonzero(lay.type[: lay.ne] == ConstraintType.EQUALITY)
   eq = eq[np.asarray(m.eq_type)[lay.id[eq]] == EqType.TENDON] if eq.size else eq
   if eq.size:
     ids = lay.id[eq]

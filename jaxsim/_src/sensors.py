@@ -13,7 +13,6 @@ stage their data needs (position, velocity or, for forces, acceleration, as mujo
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Callable
 
 import jax
@@ -21,69 +20,21 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxsim._src import constraint, math, passive, ray, rne_post, touchgrid
-from jaxsim._src.types import Data, DisableBit, Model
-
-
-class SensorType(enum.IntEnum):
-  """mjtSensor (MuJoCo 4.0)."""
-
-  TOUCH = 0
-  ACCELEROMETER = 1
-  VELOCIMETER = 2
-  GYRO = 3
-  FORCE = 4
-  TORQUE = 5
-  MAGNETOMETER = 6
-  RANGEFINDER = 7
-  CAMPROJECTION = 8
-  JOINTPOS = 9
-  JOINTVEL = 10
-  TENDONPOS = 11
-  TENDONVEL = 12
-  ACTUATORPOS = 13
-  ACTUATORVEL = 14
-  ACTUATORFRC = 15
-  JOINTACTFRC = 16
-  TENDONACTFRC = 17
-  BALLQUAT = 18
-  BALLANGVEL = 19
-  JOINTLIMITPOS = 20
-  JOINTLIMITVEL = 21
-  JOINTLIMITFRC = 22
-  TENDONLIMITPOS = 23
-  TENDONLIMITVEL = 24
-  TENDONLIMITFRC = 25
-  FRAMEPOS = 26
-  FRAMEQUAT = 27
-  FRAMEXAXIS = 28
-  FRAMEYAXIS = 29
-  FRAMEZAXIS = 30
-  FRAMELINVEL = 31
-  FRAMEANGVEL = 32
-  FRAMELINACC = 33
-  FRAMEANGACC = 34
-  SUBTREECOM = 35
-  SUBTREELINVEL = 36
-  SUBTREEANGMOM = 37
-  INSIDESITE = 38
-  GEOMDIST = 39
-  GEOMNORMAL = 40
-  GEOMFROMTO = 41
-  CONTACT = 42
-  E_POTENTIAL = 43
-  E_KINETIC = 44
-  CLOCK = 45
-  TACTILE = 46
-  PLUGIN = 47
-  USER = 48
-
+from jaxsim._src.enums import (
+  MINVAL,
+  CamLight,
+  ConstraintType,
+  DataType,
+  DisableBit,
+  GeomType,
+  ObjType,
+  SensorType,
+  Stage,
+  TrnType,
+)
+from jaxsim._src.types import Data, Model
 
 S = SensorType
-POS, VEL, ACC = 1, 2, 3  # mjtStage
-REAL, POSITIVE = 0, 1  # mjtDataType (axis and quaternion data have no cutoff)
-OBJ_BODY, OBJ_XBODY, OBJ_GEOM, OBJ_SITE, OBJ_CAMERA = 1, 2, 5, 6, 7  # mjtObj
-TRN_TENDON = 3  # mjTRN_TENDON
-CAM_FIXED, CAM_TRACK, CAM_TRACKCOM, CAM_TARGETBODY, CAM_TARGETBODYCOM = range(5)  # mjtCamLight
 
 # types whose values need rne_post (mj_rnePostConstraint) or mj_subtreeVel first
 _NEED_RNE_POST = (S.ACCELEROMETER, S.FORCE, S.TORQUE, S.FRAMELINACC, S.FRAMEANGACC, S.USER)
@@ -134,13 +85,13 @@ def unsupported(m: Model) -> list[str]:
   objtype, reftype = np.asarray(m.sensor_objtype), np.asarray(m.sensor_reftype)
   cam = np.concatenate(
     [
-      np.asarray(m.sensor_objid)[objtype == OBJ_CAMERA],
-      np.asarray(m.sensor_refid)[reftype == OBJ_CAMERA],
+      np.asarray(m.sensor_objid)[objtype == ObjType.CAMERA],
+      np.asarray(m.sensor_refid)[reftype == ObjType.CAMERA],
     ]
   )
   mode = np.asarray(m.cam_mode)[cam] if cam.size else cam
   # tracking and targeting cameras need the qpos0 offsets set_const computes
-  moving = cam[mode != CAM_FIXED] if 'cam_mat0' not in m.fields() else cam[:0]
+  moving = cam[mode != CamLight.FIXED] if 'cam_mat0' not in m.fields() else cam[:0]
   for c in np.unique(moving):
     out.append(
       f'sensors on camera {int(c)}, which tracks or targets a body (camera mode '
@@ -175,20 +126,20 @@ def _cam_frames(m: Model, d: Data):
   pos = d.xpos[body] + jnp.einsum('nij,nj->ni', d.xmat[body], m.cam_pos)
   mat = math.quat_to_mat(quat)
   mode = np.asarray(m.cam_mode)
-  if not (mode != CAM_FIXED).any():
+  if not (mode != CamLight.FIXED).any():
     return pos, mat, quat
   target = np.asarray(m.cam_targetbodyid)
   mat0 = jnp.reshape(m.cam_mat0, (-1, 3, 3))
-  track = (mode == CAM_TRACK)[:, None]
-  trackcom = (mode == CAM_TRACKCOM)[:, None]
+  track = (mode == CamLight.TRACK)[:, None]
+  trackcom = (mode == CamLight.TRACKCOM)[:, None]
   pos_t = jnp.where(track, d.xpos[body] + m.cam_pos0, d.subtree_com[body] + m.cam_poscom0)
   tracking = track | trackcom
   pos = jnp.where(tracking, pos_t, pos)
   mat = jnp.where(tracking[:, :, None], mat0, mat)
-  aim = np.isin(mode, (CAM_TARGETBODY, CAM_TARGETBODYCOM)) & (target >= 0)
+  aim = np.isin(mode, (CamLight.TARGETBODY, CamLight.TARGETBODYCOM)) & (target >= 0)
   if aim.any():
     tb = np.maximum(target, 0)
-    look = jnp.where((mode == CAM_TARGETBODY)[:, None], d.xpos[tb], d.subtree_com[tb])
+    look = jnp.where((mode == CamLight.TARGETBODY)[:, None], d.xpos[tb], d.subtree_com[tb])
     z, _ = jax.vmap(math.normalize3)(pos - look)
     up = jnp.broadcast_to(jnp.array([0.0, 0.0, 1.0], pos.dtype), z.shape)
     x, _ = jax.vmap(math.normalize3)(jnp.cross(up, z))
@@ -200,7 +151,11 @@ def _cam_frames(m: Model, d: Data):
 def _obj_body(m: Model, objtype: np.ndarray, objid: np.ndarray) -> np.ndarray:
   """Body ids (n,) that carry the objects (static)."""
   out = np.array(objid, copy=True)
-  for t, name in ((OBJ_GEOM, 'geom_bodyid'), (OBJ_SITE, 'site_bodyid'), (OBJ_CAMERA, 'cam_bodyid')):
+  for t, name in (
+    (ObjType.GEOM, 'geom_bodyid'),
+    (ObjType.SITE, 'site_bodyid'),
+    (ObjType.CAMERA, 'cam_bodyid'),
+  ):
     sel = objtype == t
     if sel.any():
       out[sel] = np.asarray(getattr(m, name))[objid[sel]]
@@ -211,25 +166,25 @@ def _obj_tables(m: Model, d: Data, objtype: np.ndarray, objid: np.ndarray, kind:
   """Per object (n, ...) rows gathered from the per-type tables of `kind` ('pos', 'mat', 'quat')."""
   tables, offset, start = [], {}, 0
   for t in np.unique(objtype):
-    if t == OBJ_CAMERA:
+    if t == ObjType.CAMERA:
       cpos, cmat, cquat = _cam_frames(m, d)
       tab = {'pos': cpos, 'mat': cmat, 'quat': cquat}[kind]
     elif kind == 'quat':
-      if t == OBJ_XBODY:
+      if t == ObjType.XBODY:
         tab = d.xquat
       else:
         body, local = {
-          OBJ_BODY: (np.arange(m.nbody), m.body_iquat),
-          OBJ_GEOM: (np.asarray(m.geom_bodyid), m.geom_quat),
-          OBJ_SITE: (np.asarray(m.site_bodyid), m.site_quat),
+          ObjType.BODY: (np.arange(m.nbody), m.body_iquat),
+          ObjType.GEOM: (np.asarray(m.geom_bodyid), m.geom_quat),
+          ObjType.SITE: (np.asarray(m.site_bodyid), m.site_quat),
         }[int(t)]
         tab = math.quat_mul(d.xquat[body], local)
     else:
       pos, mat = {
-        OBJ_BODY: (d.xipos, d.ximat),
-        OBJ_XBODY: (d.xpos, d.xmat),
-        OBJ_GEOM: (d.geom_xpos, d.geom_xmat),
-        OBJ_SITE: (d.site_xpos, d.site_xmat),
+        ObjType.BODY: (d.xipos, d.ximat),
+        ObjType.XBODY: (d.xpos, d.xmat),
+        ObjType.GEOM: (d.geom_xpos, d.geom_xmat),
+        ObjType.SITE: (d.site_xpos, d.site_xmat),
       }[int(t)]
       tab = pos if kind == 'pos' else mat
     tables.append(tab)
@@ -289,12 +244,12 @@ def subtree_vel(m: Model, d: Data) -> Data:
   """subtree_linvel and subtree_angmom (nbody, 3) about each subtree com (mj_subtreeVel)."""
   dtype = d.xpos.dtype
   body = np.arange(m.nbody)
-  vel = object_velocity(m, d, np.full(m.nbody, OBJ_BODY), body)
+  vel = object_velocity(m, d, np.full(m.nbody, ObjType.BODY), body)
   ang, lin = vel[:, :3], vel[:, 3:]
   mass = m.body_mass
   subtree = jnp.asarray(m.tree_subtree, dtype)
   smass = m.body_subtreemass
-  linvel = (subtree @ (mass[:, None] * lin)) / jnp.maximum(math.MINVAL, smass)[:, None]
+  linvel = (subtree @ (mass[:, None] * lin)) / jnp.maximum(MINVAL, smass)[:, None]
   local = _rotate_t(d.ximat, ang) * m.body_inertia
   own = jnp.einsum('nij,nj->ni', d.ximat, local)
   own = own + jnp.cross(d.xipos - d.subtree_com, mass[:, None] * (lin - linvel))
@@ -353,7 +308,7 @@ def _frame_axes(m: Model, d: Data, ids: np.ndarray) -> jax.Array:
   axis = jnp.take_along_axis(mat, col[:, None, None], axis=2)[..., 0]
   ref = refid >= 0
   if ref.any():
-    rpos, rmat = _obj_frame(m, d, np.where(ref, reftype, OBJ_XBODY), np.maximum(refid, 0))
+    rpos, rmat = _obj_frame(m, d, np.where(ref, reftype, ObjType.XBODY), np.maximum(refid, 0))
     pos = jnp.where(ref[:, None], _rotate_t(rmat, pos - rpos), pos)
     axis = jnp.where(ref[:, None], _rotate_t(rmat, axis), axis)
   return jnp.where((stype == S.FRAMEPOS)[:, None], pos, axis)
@@ -364,10 +319,10 @@ def _insidesite(m: Model, d: Data, ids: np.ndarray) -> jax.Array:
   objtype, objid = np.asarray(m.sensor_objtype)[ids], _objid(m, ids)
   pos, _ = _obj_frame(m, d, objtype, objid)
   # a massless body carrying mass below it (a flex parent) is found by its subtree's centre
-  body = (objtype == OBJ_BODY) & (objid > 0)
+  body = (objtype == ObjType.BODY) & (objid > 0)
   if body.any():
     mass, sub = m.body_mass[objid], m.body_subtreemass[objid]
-    use_com = body & (mass < math.MINVAL) & (sub >= math.MINVAL)
+    use_com = body & (mass < MINVAL) & (sub >= MINVAL)
     pos = jnp.where(use_com[:, None], d.subtree_com[objid], pos)
   inside = _inside_site(m, d, np.asarray(m.sensor_refid)[ids], pos[:, None])[:, 0]
   return inside.astype(pos.dtype)[:, None]
@@ -379,7 +334,7 @@ def _frame_quat(m: Model, d: Data, ids: np.ndarray) -> jax.Array:
   quat = _obj_quat(m, d, objtype, objid)
   ref = refid >= 0
   if ref.any():
-    rquat = _obj_quat(m, d, np.where(ref, reftype, OBJ_XBODY), np.maximum(refid, 0))
+    rquat = _obj_quat(m, d, np.where(ref, reftype, ObjType.XBODY), np.maximum(refid, 0))
     quat = jnp.where(ref[:, None], math.quat_mul(math.quat_neg(rquat), quat), quat)
   return quat
 
@@ -392,7 +347,7 @@ def _frame_vel(m: Model, d: Data, ids: np.ndarray) -> jax.Array:
   vel = object_velocity(m, d, objtype, objid)
   ref = refid >= 0
   if ref.any():
-    rt, ri = np.where(ref, reftype, OBJ_XBODY), np.maximum(refid, 0)
+    rt, ri = np.where(ref, reftype, ObjType.XBODY), np.maximum(refid, 0)
     pos, _ = _obj_frame(m, d, objtype, objid)
     rpos, rmat = _obj_frame(m, d, rt, ri)
     rvel = object_velocity(m, d, rt, ri)
@@ -413,7 +368,7 @@ def _frame_acc(m: Model, d: Data, ids: np.ndarray) -> jax.Array:
 def _site_motion(m: Model, d: Data, ids: np.ndarray, acc: bool) -> jax.Array:
   site = _objid(m, ids)
   fn = object_acceleration if acc else object_velocity
-  return fn(m, d, np.full(len(ids), OBJ_SITE), site, local=True)
+  return fn(m, d, np.full(len(ids), ObjType.SITE), site, local=True)
 
 
 def _site_wrench(m: Model, d: Data, ids: np.ndarray) -> jax.Array:
@@ -506,7 +461,7 @@ def _camprojection(m: Model, d: Data, ids: np.ndarray) -> jax.Array:
   p = _rotate_t(cmat[cam], d.site_xpos[site] - cpos[cam])
   z = p[:, 2]
   # avoid dividing by tiny numbers, keeping the sign
-  z = jnp.where(jnp.abs(z) < math.MINVAL, jnp.where(z < 0, -math.MINVAL, math.MINVAL), z)
+  z = jnp.where(jnp.abs(z) < MINVAL, jnp.where(z < 0, -MINVAL, MINVAL), z)
   return jnp.stack([-fx * p[:, 0] / z + 0.5 * res[:, 0], fy * p[:, 1] / z + 0.5 * res[:, 1]], -1)
 
 
@@ -516,7 +471,7 @@ def _geom_pairs(m: Model, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.n
   adr, num = np.asarray(m.body_geomadr), np.asarray(m.body_geomnum)
 
   def side(otype, oid):
-    body = otype == OBJ_BODY
+    body = otype == ObjType.BODY
     b = np.where(body, oid, 0)
     return np.where(body, adr[b], oid), np.where(body, num[b], 1)
 
@@ -567,7 +522,6 @@ def _collision(m: Model, d: Data, ids: np.ndarray) -> jax.Array:
 CONDATA_SIZE = (1, 3, 3, 1, 3, 3, 3, 3, 3)
 CONDATA_START = np.concatenate([[0], np.cumsum(CONDATA_SIZE)])
 REDUCE_NONE, REDUCE_MINDIST, REDUCE_MAXFORCE, REDUCE_NETFORCE = range(4)
-GEOM_SPHERE, GEOM_CAPSULE, GEOM_ELLIPSOID, GEOM_CYLINDER, GEOM_BOX = range(2, 7)  # mjtGeom
 
 
 def _side_match(m: Model, otype: np.ndarray, oid: np.ndarray, body, geom, xp=jnp):
@@ -577,10 +531,12 @@ def _side_match(m: Model, otype: np.ndarray, oid: np.ndarray, body, geom, xp=jnp
   the bodies below it, the body included. xp is np for static slots, jnp for dynamic ones.
   """
   sub = np.asarray(m.tree_subtree)
-  below = xp.asarray(sub)[np.where(otype == OBJ_XBODY, oid, 0), body] > 0
-  anything = (otype == 0) | (otype == OBJ_SITE)
-  out = anything | ((otype == OBJ_GEOM) & (geom == oid)) | ((otype == OBJ_BODY) & (body == oid))
-  return out | ((otype == OBJ_XBODY) & below)
+  below = xp.asarray(sub)[np.where(otype == ObjType.XBODY, oid, 0), body] > 0
+  anything = (otype == 0) | (otype == ObjType.SITE)
+  out = (
+    anything | ((otype == ObjType.GEOM) & (geom == oid)) | ((otype == ObjType.BODY) & (body == oid))
+  )
+  return out | ((otype == ObjType.XBODY) & below)
 
 
 def _match(m: Model, ids: np.ndarray, body1, geom1, body2, geom2, xp=jnp):
@@ -613,11 +569,11 @@ def _inside_site(m: Model, d: Data, site: np.ndarray, point: jax.Array) -> jax.A
   zc = p[..., 2] - jnp.clip(p[..., 2], -size[..., 1], size[..., 1])
   r2 = sq(p[..., 0]) + sq(p[..., 1])
   inside = {
-    GEOM_SPHERE: jnp.sum(vec * vec, axis=-1) < sq(size[..., 0]),
-    GEOM_CAPSULE: r2 + sq(zc) < sq(size[..., 0]),
-    GEOM_ELLIPSOID: jnp.sum(sq(p) / sq(size), axis=-1) < 1,
-    GEOM_CYLINDER: (jnp.abs(p[..., 2]) < size[..., 1]) & (r2 < sq(size[..., 0])),
-    GEOM_BOX: jnp.all(jnp.abs(p) < size, axis=-1),
+    GeomType.SPHERE: jnp.sum(vec * vec, axis=-1) < sq(size[..., 0]),
+    GeomType.CAPSULE: r2 + sq(zc) < sq(size[..., 0]),
+    GeomType.ELLIPSOID: jnp.sum(sq(p) / sq(size), axis=-1) < 1,
+    GeomType.CYLINDER: (jnp.abs(p[..., 2]) < size[..., 1]) & (r2 < sq(size[..., 0])),
+    GeomType.BOX: jnp.all(jnp.abs(p) < size, axis=-1),
   }
   out = jnp.zeros(p.shape[:-1], bool)
   for t, x in inside.items():
@@ -715,7 +671,7 @@ def _contact(m: Model, d: Data, ids: np.ndarray) -> jax.Array:
   geom1, geom2 = con.geom1[rows], con.geom2[rows]
   match, flip = _match(m, ids, gb[geom1], geom1, gb[geom2], geom2)
   match &= con.active[rows] & valid
-  site = np.asarray(m.sensor_objtype)[ids] == OBJ_SITE
+  site = np.asarray(m.sensor_objtype)[ids] == ObjType.SITE
   if site.any() and w:
     inside = _inside_site(m, d, np.where(site, _objid(m, ids), 0), con.pos[rows])
     match &= inside | ~site[:, None]
@@ -777,7 +733,7 @@ def _netforce(frc, pos, frame, match, flip, nmatch) -> jax.Array:
   wrench = jnp.where(match[..., None], frc * jnp.where(flip, -1.0, 1.0)[..., None], 0.0)
   weight = jnp.linalg.norm(wrench[..., :3], axis=-1)
   total = jnp.sum(weight, axis=1)
-  scale = 1.0 / jnp.maximum(total, math.MINVAL)
+  scale = 1.0 / jnp.maximum(total, MINVAL)
   point = jnp.sum(pos * weight[..., None], axis=1) * scale[:, None]
   force = jnp.einsum('nwji,nwj->nwi', frame, wrench[..., :3])
   torque = jnp.einsum('nwji,nwj->nwi', frame, wrench[..., 3:])
@@ -791,7 +747,7 @@ def _netforce(frc, pos, frame, match, flip, nmatch) -> jax.Array:
 
 
 def _tendon_actfrc(m: Model, d: Data, ids: np.ndarray) -> jax.Array:
-  trn = np.asarray(m.actuator_trntype) == TRN_TENDON
+  trn = np.asarray(m.actuator_trntype) == TrnType.TENDON
   mask = trn[None, :] & (np.asarray(m.actuator_trnid)[:, 0][None, :] == _objid(m, ids)[:, None])
   return (jnp.asarray(mask, d.qpos.dtype) @ d.actuator_force)[:, None]
 
@@ -815,10 +771,10 @@ _POS: dict[int, _Fn] = {
     d.qpos[np.asarray(m.jnt_qposadr)[_objid(m, i)][:, None] + np.arange(4)]
   ),
   S.JOINTLIMITPOS: lambda m, d, i: _limit_value(
-    m, d, i, constraint.LIMIT_JOINT, d.efc_pos - d.efc_margin
+    m, d, i, ConstraintType.LIMIT_JOINT, d.efc_pos - d.efc_margin
   ),
   S.TENDONLIMITPOS: lambda m, d, i: _limit_value(
-    m, d, i, constraint.LIMIT_TENDON, d.efc_pos - d.efc_margin
+    m, d, i, ConstraintType.LIMIT_TENDON, d.efc_pos - d.efc_margin
   ),
   S.FRAMEPOS: _frame_axes,
   S.FRAMEXAXIS: _frame_axes,
@@ -846,8 +802,8 @@ _VEL: dict[int, _Fn] = {
   S.BALLANGVEL: lambda m, d, i: d.qvel[
     np.asarray(m.jnt_dofadr)[_objid(m, i)][:, None] + np.arange(3)
   ],
-  S.JOINTLIMITVEL: lambda m, d, i: _limit_value(m, d, i, constraint.LIMIT_JOINT, d.efc_vel),
-  S.TENDONLIMITVEL: lambda m, d, i: _limit_value(m, d, i, constraint.LIMIT_TENDON, d.efc_vel),
+  S.JOINTLIMITVEL: lambda m, d, i: _limit_value(m, d, i, ConstraintType.LIMIT_JOINT, d.efc_vel),
+  S.TENDONLIMITVEL: lambda m, d, i: _limit_value(m, d, i, ConstraintType.LIMIT_TENDON, d.efc_vel),
   S.FRAMELINVEL: _frame_vel,
   S.FRAMEANGVEL: _frame_vel,
   S.SUBTREELINVEL: lambda m, d, i: d.subtree_linvel[_objid(m, i)],
@@ -864,8 +820,8 @@ _ACC: dict[int, _Fn] = {
   S.ACTUATORFRC: lambda m, d, i: _col(d.actuator_force[_objid(m, i)]),
   S.JOINTACTFRC: lambda m, d, i: _col(d.qfrc_actuator[np.asarray(m.jnt_dofadr)[_objid(m, i)]]),
   S.TENDONACTFRC: _tendon_actfrc,
-  S.JOINTLIMITFRC: lambda m, d, i: _limit_value(m, d, i, constraint.LIMIT_JOINT, d.efc_force),
-  S.TENDONLIMITFRC: lambda m, d, i: _limit_value(m, d, i, constraint.LIMIT_TENDON, d.efc_force),
+  S.JOINTLIMITFRC: lambda m, d, i: _limit_value(m, d, i, ConstraintType.LIMIT_JOINT, d.efc_force),
+  S.TENDONLIMITFRC: lambda m, d, i: _limit_value(m, d, i, ConstraintType.LIMIT_TENDON, d.efc_force),
   S.FRAMELINACC: _frame_acc,
   S.FRAMEANGACC: _frame_acc,
   S.CONTACT: _contact,
@@ -879,8 +835,8 @@ def _cutoff(m: Model, ids: np.ndarray, values: jax.Array) -> jax.Array:
   dtype = np.asarray(m.sensor_datatype)[ids][:, None]
   cutoff = m.sensor_cutoff[ids][:, None]
   on = (cutoff > 0) & ~np.isin(np.asarray(m.sensor_type)[ids], (S.GEOMFROMTO, S.CONTACT))[:, None]
-  values = jnp.where(on & (dtype == REAL), jnp.clip(values, -cutoff, cutoff), values)
-  return jnp.where(on & (dtype == POSITIVE), jnp.minimum(cutoff, values), values)
+  values = jnp.where(on & (dtype == DataType.REAL), jnp.clip(values, -cutoff, cutoff), values)
+  return jnp.where(on & (dtype == DataType.POSITIVE), jnp.minimum(cutoff, values), values)
 
 
 def _compute(m: Model, d: Data, ids: np.ndarray, table: dict[int, _Fn]) -> Data:
@@ -915,7 +871,7 @@ def _compute(m: Model, d: Data, ids: np.ndarray, table: dict[int, _Fn]) -> Data:
 
 def sensor_pos(m: Model, d: Data) -> Data:
   """Position-dependent sensors (mj_sensorPos)."""
-  ids = _ids(m, POS)
+  ids = _ids(m, Stage.POS)
   if not ids.size:
     return d
   return _compute(m, d, ids, _POS)
@@ -923,7 +879,7 @@ def sensor_pos(m: Model, d: Data) -> Data:
 
 def sensor_vel(m: Model, d: Data) -> Data:
   """Velocity-dependent sensors (mj_sensorVel); subtree momenta where a sensor needs them."""
-  ids = _ids(m, VEL)
+  ids = _ids(m, Stage.VEL)
   if not ids.size:
     return d
   if np.isin(np.asarray(m.sensor_type)[ids], _NEED_SUBTREE_VEL).any():
@@ -933,7 +889,7 @@ def sensor_vel(m: Model, d: Data) -> Data:
 
 def sensor_acc(m: Model, d: Data) -> Data:
   """Acceleration and force sensors (mj_sensorAcc); rne_post where a sensor needs it."""
-  ids = _ids(m, ACC)
+  ids = _ids(m, Stage.ACC)
   if not ids.size:
     return d
   if np.isin(np.asarray(m.sensor_type)[ids], _NEED_RNE_POST).any():

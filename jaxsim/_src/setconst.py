@@ -15,10 +15,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxsim._src import actuation, dynamics, kinematics, math, tendon
-from jaxsim._src.types import Data, EqType, JointType, Model, make_data, make_model
-
-MINVAL = 1e-15
-OBJ_BODY = 1  # mjOBJ_BODY
+from jaxsim._src.enums import MINVAL, EqType, JointType, ObjType
+from jaxsim._src.types import Data, Model, make_data, make_model
 
 
 def _position(m: Model, d: Data) -> Data:
@@ -119,8 +117,8 @@ def _eq_data(m: Model, d: Data) -> np.ndarray:
   data = np.array(m.eq_data, dtype=np.float64, copy=True)
   xpos, xmat, xquat = (np.asarray(x) for x in (d.xpos, d.xmat, d.xquat))
   for i, t in enumerate(np.asarray(m.eq_type)):
-    if int(np.asarray(m.eq_objtype)[i]) != OBJ_BODY:
-      if t in (EqType.CONNECT,) and m.eq_objtype[i] != OBJ_BODY:
+    if int(np.asarray(m.eq_objtype)[i]) != ObjType.BODY:
+      if t in (EqType.CONNECT,) and m.eq_objtype[i] != ObjType.BODY:
         data[i] = 0.0
       continue
     id1, id2 = int(m.eq_obj1id[i]), int(m.eq_obj2id[i])

@@ -24,18 +24,16 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxsim._src import noslip, pgs
+from jaxsim._src.enums import (
+  MINVAL,
+  ConeType,
+  ConstraintState,
+  ConstraintType,
+  DisableBit,
+  SolverType,
+)
 from jaxsim._src.math import safe_norm
-from jaxsim._src.types import ConeType, Data, DisableBit, Model, SolverType
-
-MINVAL = 1e-15  # mjMINVAL
-
-# mjtConstraintState
-SATISFIED, QUADRATIC, LINEARNEG, LINEARPOS, CONE = 0, 1, 2, 3, 4
-
-# mjtConstraint
-EQUALITY, FRICTION_DOF, FRICTION_TENDON = 0, 1, 2
-LIMIT_JOINT, LIMIT_TENDON = 3, 4
-CONTACT_FRICTIONLESS, CONTACT_PYRAMIDAL, CONTACT_ELLIPTIC = 5, 6, 7
+from jaxsim._src.types import Data, Model
 
 
 class _Rows(NamedTuple):
@@ -65,13 +63,24 @@ def _rows(layout: Any) -> _Rows:
   eq = idx < ne
   fri = (idx >= ne) & (idx < ne + nf)
   one = (
-    ~eq & ~fri & np.isin(typ, (LIMIT_JOINT, LIMIT_TENDON, CONTACT_FRICTIONLESS, CONTACT_PYRAMIDAL))
+    ~eq
+    & ~fri
+    & np.isin(
+      typ,
+      (
+        ConstraintType.LIMIT_JOINT,
+        ConstraintType.LIMIT_TENDON,
+        ConstraintType.CONTACT_FRICTIONLESS,
+        ConstraintType.CONTACT_PYRAMIDAL,
+      ),
+    )
   )
   adr = np.asarray(layout.contact_efcadr, dtype=np.int64).reshape(-1)
   dim = np.asarray(layout.contact_dim, dtype=np.int64).reshape(-1)
   ell = np.array(
     [
-      dim[c] > 1 and 0 <= adr[c] < nefc and typ[adr[c]] == CONTACT_ELLIPTIC for c in range(len(adr))
+      dim[c] > 1 and 0 <= adr[c] < nefc and typ[adr[c]] == ConstraintType.CONTACT_ELLIPTIC
+      for c in range(len(adr))
     ],
     dtype=bool,
   ).reshape(-1)
@@ -79,7 +88,7 @@ def _rows(layout: Any) -> _Rows:
   j = np.arange(6)
   rmask = j[None, :] < dim[con][:, None]
   rows = np.where(rmask, adr[con][:, None] + j[None, :], nefc)
-  if not np.array_equal(np.sort(rows[rmask]), idx[typ == CONTACT_ELLIPTIC]):
+  if not np.array_equal(np.sort(rows[rmask]), idx[typ == ConstraintType.CONTACT_ELLIPTIC]):
     raise ValueError('layout: elliptic contact rows do not match the rows of type CONTACT_ELLIPTIC')
   return _Rows(nefc, eq, fri, one, con, rows, rmask, rmask[:, 1:])
 
@@ -144,18 +153,26 @@ def _update_constraint(p: _Problem, r: _Rows, jar: jax.Array, cone_hessian: bool
   pos = ~neg & (jar >= rf)
   quad = 0.5 * D * jar * jar
   f_fri = jnp.where(neg, floss, jnp.where(pos, -floss, -D * jar))
-  s_fri = jnp.where(neg, LINEARNEG, jnp.where(pos, LINEARPOS, QUADRATIC))
+  s_fri = jnp.where(
+    neg,
+    ConstraintState.LINEARNEG,
+    jnp.where(pos, ConstraintState.LINEARPOS, ConstraintState.QUADRATIC),
+  )
   c_fri = jnp.where(
     neg, -0.5 * rf * floss - floss * jar, jnp.where(pos, -0.5 * rf * floss + floss * jar, quad)
   )
   # one-sided rows
   sat = jar >= 0
   f_one = jnp.where(sat, 0.0, -D * jar)
-  s_one = jnp.where(sat, SATISFIED, QUADRATIC)
+  s_one = jnp.where(sat, ConstraintState.SATISFIED, ConstraintState.QUADRATIC)
   c_one = jnp.where(sat, 0.0, quad)
 
   force = jnp.where(r.eq, -D * jar, jnp.where(r.fri, f_fri, jnp.where(r.one, f_one, 0.0)))
-  state = jnp.where(r.eq, QUADRATIC, jnp.where(r.fri, s_fri, jnp.where(r.one, s_one, SATISFIED)))
+  state = jnp.where(
+    r.eq,
+    ConstraintState.QUADRATIC,
+    jnp.where(r.fri, s_fri, jnp.where(r.one, s_one, ConstraintState.SATISFIED)),
+  )
   rowcost = jnp.where(r.eq, quad, jnp.where(r.fri, c_fri, jnp.where(r.one, c_one, 0.0)))
   cost = jnp.sum(jnp.where(act, rowcost, 0.0))
   nell = len(r.con)
@@ -185,7 +202,11 @@ def _update_constraint(p: _Problem, r: _Rows, jar: jax.Array, cone_hessian: bool
     fmid = jnp.concatenate([f0[:, None], (-f0 / tm)[:, None] * ut * fric], axis=1)
     fc = jnp.where(bottom[:, None], -dc * jc, jnp.where(middle[:, None], fmid, 0.0))
     fc = jnp.where(actc[:, None], fc, 0.0)
-    sc = jnp.where(top, SATISFIED, jnp.where(bottom, QUADRATIC, CONE))
+    sc = jnp.where(
+      top,
+      ConstraintState.SATISFIED,
+      jnp.where(bottom, ConstraintState.QUADRATIC, ConstraintState.CONE),
+    )
     sc = jnp.broadcast_to(sc[:, None], (nell, 6))
     force = _scatter(fc, r, force)
     state = _scatter(sc, r, state)
@@ -202,13 +223,13 @@ def _update_constraint(p: _Problem, r: _Rows, jar: jax.Array, cone_hessian: bool
       hc = jnp.where((middle & actc)[:, None, None], h, 0.0)
 
   force = jnp.where(act, force, 0.0)
-  state = jnp.where(act, state, SATISFIED).astype(jnp.int32)
+  state = jnp.where(act, state, ConstraintState.SATISFIED).astype(jnp.int32)
   return _Update(force, state, cost, hc)
 
 
 def _hessian(p: _Problem, r: _Rows, upd: _Update) -> jax.Array:
   """Cholesky factor of H = M + J' D_quadratic J + cone Hessians (MakeHessian, HessianCone)."""
-  dq = jnp.where(upd.state == QUADRATIC, p.D, 0.0)
+  dq = jnp.where(upd.state == ConstraintState.QUADRATIC, p.D, 0.0)
   h = p.M + p.J.T @ (dq[:, None] * p.J)
   if len(r.con):
     jc = _gather(p.J, r)

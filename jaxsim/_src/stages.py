@@ -24,7 +24,8 @@ from jaxsim._src import (
   variational,
 )
 from jaxsim._src.collision import driver
-from jaxsim._src.types import Data, DisableBit, EnableBit, IntegratorType, Model, TrnType
+from jaxsim._src.enums import DisableBit, EnableBit, IntegratorType, TrnType
+from jaxsim._src.types import Data, Model
 
 
 def check_supported(m: Model) -> None:

@@ -16,7 +16,8 @@ import numpy as np
 
 from jaxsim._src import kinematics, math
 from jaxsim._src.dynamics import tendon_armature
-from jaxsim._src.types import Data, JointType, Model, WrapType
+from jaxsim._src.enums import MINVAL, JointType, WrapType
+from jaxsim._src.types import Data, Model
 
 _JOINT, _PULLEY, _SITE = int(WrapType.JOINT), int(WrapType.PULLEY), int(WrapType.SITE)
 _SPHERE, _CYLINDER = int(WrapType.SPHERE), int(WrapType.CYLINDER)
@@ -153,7 +154,7 @@ def _normalize2(v: jax.Array) -> jax.Array:
 def _is_intersect(p1: jax.Array, p2: jax.Array, p3: jax.Array, p4: jax.Array) -> jax.Array:
   """Whether 2D segments p1-p2 and p3-p4 intersect (is_intersect)."""
   det = (p4[1] - p3[1]) * (p2[0] - p1[0]) - (p4[0] - p3[0]) * (p2[1] - p1[1])
-  ok = jnp.abs(det) >= math.MINVAL
+  ok = jnp.abs(det) >= MINVAL
   det = jnp.where(ok, det, 1.0)
   a = ((p4[0] - p3[0]) * (p1[1] - p3[1]) - (p4[1] - p3[1]) * (p1[0] - p3[0])) / det
   b = ((p2[0] - p1[0]) * (p1[1] - p3[1]) - (p2[1] - p1[1]) * (p1[0] - p3[0])) / det
@@ -186,10 +187,10 @@ def _wrap_circle(end: jax.Array, sd: jax.Array, has_side: jax.Array, radius: jax
   sqrad = radius * radius
   dif = e1 - e0
   dd = jnp.dot(dif, dif)
-  fail = (sqlen0 < sqrad) | (sqlen1 < sqrad) | (radius < math.MINVAL) | (dd < math.MINVAL)
+  fail = (sqlen0 < sqrad) | (sqlen1 < sqrad) | (radius < MINVAL) | (dd < MINVAL)
 
   # nearest point of the segment to the centre
-  a = jnp.clip(-_div(jnp.dot(dif, e0), jnp.where(dd < math.MINVAL, 1.0, dd)), 0.0, 1.0)
+  a = jnp.clip(-_div(jnp.dot(dif, e0), jnp.where(dd < MINVAL, 1.0, dd)), 0.0, 1.0)
   near = a * dif + e0
   clear = jnp.dot(near, near) > sqrad
 
@@ -236,15 +237,15 @@ def _wrap_inside(end: jax.Array, radius: jax.Array):
   len0, len1 = math.safe_norm(e0), math.safe_norm(e1)
   dif = e1 - e0
   dd = jnp.dot(dif, dif)
-  fail = (len0 <= radius) | (len1 <= radius) | (radius < math.MINVAL)
-  fail |= (len0 < math.MINVAL) | (len1 < math.MINVAL)
+  fail = (len0 <= radius) | (len1 <= radius) | (radius < MINVAL)
+  fail |= (len0 < MINVAL) | (len1 < MINVAL)
   a = -_div(jnp.dot(dif, e0), dd)
   near = e0 + a * dif
-  fail |= (dd > math.MINVAL) & (a > 0) & (a < 1) & (math.safe_norm(near) <= radius)
+  fail |= (dd > MINVAL) & (a > 0) & (a < 1) & (math.safe_norm(near) <= radius)
 
   ca, cb = _div(radius, len0), _div(radius, len1)
   cosg = _div(len0 * len0 + len1 * len1 - dd, 2 * len0 * len1)
-  fail |= cosg < -1 + math.MINVAL
+  fail |= cosg < -1 + MINVAL
   g = _acos(cosg)
 
   def h(beta):
@@ -253,8 +254,8 @@ def _wrap_inside(end: jax.Array, radius: jax.Array):
 
   def dh(beta):
     sb, cbeta = jnp.sin(beta), jnp.cos(beta)
-    da = ca * cbeta / jnp.maximum(math.MINVAL, _sqrt(1 - ca * ca * sb * sb))
-    db = cb * cbeta / jnp.maximum(math.MINVAL, _sqrt(1 - cb * cb * sb * sb))
+    da = ca * cbeta / jnp.maximum(MINVAL, _sqrt(1 - ca * ca * sb * sb))
+    db = cb * cbeta / jnp.maximum(MINVAL, _sqrt(1 - cb * cb * sb * sb))
     return 2 - da - db
 
   def step(carry, _):
@@ -275,7 +276,7 @@ def _wrap_inside(end: jax.Array, radius: jax.Array):
   pnt = radius * jnp.stack([c * vec[0] - s * vec[1], s * vec[0] + c * vec[1]])
   # endpoints in one direction from the centre: MuJoCo takes their average direction
   avg = radius * _normalize2(0.5 * (e0 + e1))
-  pnt = jnp.where(cosg > 1 - math.MINVAL, avg, pnt)
+  pnt = jnp.where(cosg > 1 - MINVAL, avg, pnt)
   return jnp.where(fail, -1.0, 0.0), jnp.concatenate([pnt, pnt])
 
 
@@ -286,7 +287,7 @@ def _wrap(x0, x1, xpos, xmat, radius, side, has_side, sphere, inside: bool):
   """
   dtype = x0.dtype
   p0, p1 = xmat.T @ (x0 - xpos), xmat.T @ (x1 - xpos)
-  fail = (math.safe_norm(p0) < math.MINVAL) | (math.safe_norm(p1) < math.MINVAL)
+  fail = (math.safe_norm(p0) < MINVAL) | (math.safe_norm(p1) < MINVAL)
 
   # sphere: 2D frame in the plane of p0, p1 and the centre; cylinder: the geom's x-y plane
   axis0, _ = math.normalize3(p0)
@@ -296,7 +297,7 @@ def _wrap(x0, x1, xpos, xmat, radius, side, has_side, sphere, inside: bool):
   i = jnp.where((ab[2] > ab[0]) & (ab[2] > ab[1]), 2, i)
   other = jnp.ones(3, dtype=dtype).at[i].set(0.0)
   alt, _ = math.normalize3(jnp.cross(axis0, other))
-  normal = jnp.where(nrm < math.MINVAL, alt, normal)
+  normal = jnp.where(nrm < MINVAL, alt, normal)
   axis1, _ = math.normalize3(jnp.cross(normal, axis0))
   axis0 = jnp.where(sphere, axis0, jnp.array([1.0, 0.0, 0.0], dtype=dtype))
   axis1 = jnp.where(sphere, axis1, jnp.array([0.0, 1.0, 0.0], dtype=dtype))
@@ -526,7 +527,7 @@ def tendon_dot(m: Model, d: Data) -> jax.Array:
   dpnt, norm = math.normalize3(x1 - x0)
   dvel = _point_vel(m, d, x1, b1) - _point_vel(m, d, x0, b0)
   dvel = dvel - dpnt * jnp.sum(dpnt * dvel, axis=-1, keepdims=True)
-  dvel = dvel * jnp.where(norm > math.MINVAL, _div(1.0, norm), 0.0)[:, None]
+  dvel = dvel * jnp.where(norm > MINVAL, _div(1.0, norm), 0.0)[:, None]
   jd = _jac_dot(m, d, x1, b1) - _jac_dot(m, d, x0, b0)
   jac0, _ = kinematics.jac_batch(m, d, x0, jnp.asarray(b0))
   jac1, _ = kinematics.jac_batch(m, d, x1, jnp.asarray(b1))

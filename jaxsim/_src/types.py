@@ -8,7 +8,6 @@ with respect to masses or frictions work without recompiling.
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -16,143 +15,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-
-class JointType(enum.IntEnum):
-  """mjtJoint."""
-
-  FREE = 0
-  BALL = 1
-  SLIDE = 2
-  HINGE = 3
-
-
-class GeomType(enum.IntEnum):
-  """mjtGeom."""
-
-  PLANE = 0
-  HFIELD = 1
-  SPHERE = 2
-  CAPSULE = 3
-  ELLIPSOID = 4
-  CYLINDER = 5
-  BOX = 6
-  MESH = 7
-
-
-class IntegratorType(enum.IntEnum):
-  """mjtIntegrator, plus jaxsim's linear-time variational integrator."""
-
-  EULER = 0
-  RK4 = 1
-  IMPLICIT = 2
-  IMPLICITFAST = 3
-  VARIATIONAL = 100
-
-
-class SolverType(enum.IntEnum):
-  """mjtSolver."""
-
-  PGS = 0
-  CG = 1
-  NEWTON = 2
-
-
-class ConeType(enum.IntEnum):
-  """mjtCone."""
-
-  PYRAMIDAL = 0
-  ELLIPTIC = 1
-
-
-class TrnType(enum.IntEnum):
-  """mjtTrn."""
-
-  JOINT = 0
-  JOINTINPARENT = 1
-  SLIDERCRANK = 2
-  TENDON = 3
-  SITE = 4
-  BODY = 5
-
-
-class DynType(enum.IntEnum):
-  """mjtDyn."""
-
-  NONE = 0
-  INTEGRATOR = 1
-  FILTER = 2
-  FILTEREXACT = 3
-  MUSCLE = 4
-
-
-class GainType(enum.IntEnum):
-  """mjtGain."""
-
-  FIXED = 0
-  AFFINE = 1
-  MUSCLE = 2
-
-
-class BiasType(enum.IntEnum):
-  """mjtBias."""
-
-  NONE = 0
-  AFFINE = 1
-  MUSCLE = 2
-
-
-class EqType(enum.IntEnum):
-  """mjtEq."""
-
-  CONNECT = 0
-  WELD = 1
-  JOINT = 2
-  TENDON = 3
-
-
-class WrapType(enum.IntEnum):
-  """mjtWrap."""
-
-  NONE = 0
-  JOINT = 1
-  PULLEY = 2
-  SITE = 3
-  SPHERE = 4
-  CYLINDER = 5
-
-
-class DisableBit(enum.IntFlag):
-  """mjtDisableBit."""
-
-  CONSTRAINT = 1 << 0
-  EQUALITY = 1 << 1
-  FRICTIONLOSS = 1 << 2
-  LIMIT = 1 << 3
-  CONTACT = 1 << 4
-  SPRING = 1 << 5
-  DAMPER = 1 << 6
-  GRAVITY = 1 << 7
-  CLAMPCTRL = 1 << 8
-  WARMSTART = 1 << 9
-  FILTERPARENT = 1 << 10
-  ACTUATION = 1 << 11
-  REFSAFE = 1 << 12
-  SENSOR = 1 << 13
-  MIDPHASE = 1 << 14
-  EULERDAMP = 1 << 15
-  AUTORESET = 1 << 16
-  NATIVECCD = 1 << 17
-  ISLAND = 1 << 18
-  MULTICCD = 1 << 19
-
-
-class EnableBit(enum.IntFlag):
-  """mjtEnableBit."""
-
-  OVERRIDE = 1 << 0
-  ENERGY = 1 << 1
-  FWDINV = 1 << 2
-  INVDISCRETE = 1 << 3
+from jaxsim._src.enums import NWARNING, DisableBit
 
 
 class _Static:
@@ -618,7 +481,7 @@ def make_data(m: Model, ncon: int | None = None, nefc: int | None = None) -> Dat
     'solver_niter': jnp.zeros((), dtype=jnp.int32),
     'sensordata': z(m.nsensordata),
     'energy': z(2),
-    'warning': jnp.zeros(7, dtype=jnp.int32),  # mjNWARNING counters, mjtWarning order
+    'warning': jnp.zeros(NWARNING, dtype=jnp.int32),  # mjtWarning order
     # computed lazily, for the sensors that need them (mj_subtreeVel, mj_rnePostConstraint)
     'subtree_linvel': z(nbody, 3),
     'subtree_angmom': z(nbody, 3),

@@ -33,25 +33,23 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxsim._src import dynamics, kinematics, math
-from jaxsim._src.integrate import integrate_pos
-from jaxsim._src.types import (
+from jaxsim._src.enums import (
+  NPOLY,
   BiasType,
-  Data,
   DisableBit,
   DynType,
   GainType,
   IntegratorType,
   JointType,
-  Model,
   TrnType,
-  make_data,
 )
+from jaxsim._src.integrate import integrate_pos
+from jaxsim._src.types import Data, Model, make_data
 
 FREE, BALL, SLIDE, HINGE = (
   int(t) for t in (JointType.FREE, JointType.BALL, JointType.SLIDE, JointType.HINGE)
 )
 MAX_ITER = 20  # RIQN iterations after the initial guess; converged iterations are skipped
-NPOLY = 2  # mjNPOLY: polynomial spring and damper terms
 UNROLL = int(__import__('os').environ.get('VI_UNROLL', '1'))
 
 # B_j / j! for the even Bernoulli numbers of dexp^-1 (B_1 = -1/2 is applied separately); a

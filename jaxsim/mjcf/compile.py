@@ -17,6 +17,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from jaxsim._src.enums import MAXVAL, MINVAL
 from jaxsim.errors import ModelError
 from jaxsim.mjcf import frames, fuse, inertia, plugin, schema
 from jaxsim.mjcf.attach import expand as expand_attachments
@@ -24,9 +25,7 @@ from jaxsim.mjcf.defaults import BUILTIN, Defaults
 from jaxsim.mjcf.parse import Element
 from jaxsim.mjcf.replicate import expand as expand_replicates
 
-MINVAL = 1e-15
 EPS = 1e-14
-MAXVAL = 1e10  # mjMAXVAL
 # Most numbers an array sized by the model (hfield samples, numeric data, activations, keyframe
 # values) may hold: larger requests are refused with a ModelError rather than a MemoryError.
 MAX_ARRAY = 10**8

@@ -11,10 +11,9 @@ from typing import Any
 
 import numpy as np
 
+from jaxsim._src.enums import MINVAL
 from jaxsim.mjcf import frames, inertia
 from jaxsim.mjcf.parse import Element
-
-MINVAL = 1e-15
 
 # attributes through which other elements name a body or a geom; a named body or geom that is
 # referred to is kept (MuJoCo fuses or discards only what still resolves without it)

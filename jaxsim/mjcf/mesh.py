@@ -25,11 +25,11 @@ from collections.abc import Sequence
 import numpy as np
 from scipy.spatial import ConvexHull
 
+from jaxsim._src.enums import MINVAL
 from jaxsim.errors import ModelError
 from jaxsim.mjcf import polygon as polylib
 
 # MuJoCo's numeric thresholds (mjtype.h mjMINVAL, user_util.h mjEPS).
-_MINVAL = 1e-15
 _EPS = 1e-14
 
 # Geom type codes (mjtGeom).
@@ -697,7 +697,7 @@ def _triangles(v: np.ndarray, face: np.ndarray):
     axis=1,
   )
   length = np.sqrt(n[:, 0] * n[:, 0] + n[:, 1] * n[:, 1] + n[:, 2] * n[:, 2])
-  small = length < _MINVAL
+  small = length < MINVAL
   # Small faces keep their raw normal and get zero area, as in triangle().
   normal = np.where(small[:, None], n, n / np.where(small, 1.0, length)[:, None])
   area = np.where(small, 0.0, 0.5 * length)
@@ -759,7 +759,7 @@ def compile_mesh(
 
   # Flipped faces show up as a directed edge used twice; only 'exact' refuses them.
   if f.size and inertia == 'exact':
-    keep = _triangles(dvert, f)[2] > math.sqrt(_MINVAL)
+    keep = _triangles(dvert, f)[2] > math.sqrt(MINVAL)
     ff = f[keep]
     edges = np.stack([ff, np.roll(ff, -1, axis=1)], axis=2).reshape(-1, 2)
     edges = edges[np.lexsort((edges[:, 1], edges[:, 0]))]
@@ -796,18 +796,18 @@ def compile_mesh(
   _, center, area = _triangles(dvert, f)
   total_area = _seqsum(area)
   facecen = np.array([_seqsum(area * center[:, k]) for k in range(3)])
-  if total_area < _MINVAL:
+  if total_area < MINVAL:
     raise _err(f'mesh surface area is too small: {label}')
   facecen = facecen / total_area
 
   mass_faces = hull_face if inertia == 'convex' else f
   if inertia == 'shell':
     com, size = _surface_com(dvert, f, facecen)
-    if size < _MINVAL:
+    if size < MINVAL:
       raise _err(f'mesh surface area is too small: {label}')
   else:
     com, size = _volume_com(dvert, mass_faces, facecen, inertia == 'legacy')
-    if size < _MINVAL:
+    if size < MINVAL:
       if size < 0:
         raise _err(f'mesh volume is negative (misoriented triangles): {label}')
       raise _err(f'mesh volume is too small: {label} . Try setting inertia to shell')
@@ -887,7 +887,7 @@ def _volume_com(dvert, face, facecen, legacy: bool) -> tuple[list[float], float]
     vol = np.abs(vol)
   total = _seqsum(vol)
   com = [_seqsum(vol * (center[:, k] * 3.0 / 4.0 + facecen[k] / 4.0)) for k in range(3)]
-  if total >= _MINVAL:
+  if total >= MINVAL:
     com = [c / total for c in com]
   return com, total
 
@@ -897,7 +897,7 @@ def _surface_com(dvert, face, facecen) -> tuple[list[float], float]:
   _, center, area = _triangles(dvert, face)
   total = _seqsum(area)
   com = [_seqsum(area * (center[:, k] * 3.0 / 4.0 + facecen[k] / 4.0)) for k in range(3)]
-  if total >= _MINVAL:
+  if total >= MINVAL:
     com = [c / total for c in com]
   return com, total
 
@@ -953,7 +953,7 @@ def _make_hull(dvert: np.ndarray, maxhullvert: int, label: str):
   nv = len(dvert)
   # Degenerate point sets: qhull would fail, MuJoCo reports them first.
   dist = np.sqrt(((dvert[1:] - dvert[0]) ** 2).sum(axis=1))
-  far = np.flatnonzero(dist > _MINVAL)
+  far = np.flatnonzero(dist > MINVAL)
   if not far.size:
     raise _err(
       f"mesh '{label}' has colocated vertices, cannot compute convex hull. Consider using a "
@@ -968,11 +968,11 @@ def _make_hull(dvert: np.ndarray, maxhullvert: int, label: str):
       continue
     edge2 = dvert[i] - dvert[0]
     len2 = math.sqrt(float(edge2 @ edge2))
-    if len2 < _MINVAL:
+    if len2 < MINVAL:
       continue
     cr = np.cross(edge1, edge2)
     norm = math.sqrt(float(cr @ cr))
-    if norm > _MINVAL * len1 * len2:
+    if norm > MINVAL * len1 * len2:
       normal = cr / norm
       break
   if normal is None:
@@ -980,7 +980,7 @@ def _make_hull(dvert: np.ndarray, maxhullvert: int, label: str):
       f"mesh '{label}' has collinear vertices, cannot compute convex hull. Consider using a "
       'thin capsule instead'
     )
-  if (np.abs(dvert @ normal - float(normal @ dvert[0])) <= _MINVAL * len1).all():
+  if (np.abs(dvert @ normal - float(normal @ dvert[0])) <= MINVAL * len1).all():
     raise _err(
       f"mesh '{label}' has coplanar vertices, cannot compute convex hull. Consider using a "
       'primitive geom type (plane or thin box) instead'

@@ -19,7 +19,8 @@ import struct
 
 import numpy as np
 
-_MINVAL = 1e-15  # mjMINVAL
+from jaxsim._src.enums import MINVAL
+
 _EPS = 1e-14  # mjEPS (mjuu_makenormal)
 _ANGLE_TOL = 0.01  # kAngleTol
 _MASK = (1 << 64) - 1
@@ -40,7 +41,7 @@ def _key(v1: np.ndarray, v2: np.ndarray, v3: np.ndarray) -> tuple[float, float] 
     d12[0] * d13[1] - d12[1] * d13[0],
   ]
   norm = math.sqrt(n[0] * n[0] + n[1] * n[1] + n[2] * n[2])
-  if norm < _MINVAL:
+  if norm < MINVAL:
     return None
   n = [n[k] / norm + 0.0 for k in range(3)]
   if abs(n[2]) > 1.0 - 1e-7:

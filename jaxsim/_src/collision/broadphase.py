@@ -18,7 +18,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxsim._src.types import Data, GeomType, Model
+from jaxsim._src.enums import GeomType
+from jaxsim._src.types import Data, Model
 
 MIN_PAIRS = 64  # a group with at most this many pairs runs all of them
 MIN_EPA = 16  # a GJK/EPA group with at most this many collided pairs runs EPA on all of them

@@ -21,11 +21,10 @@ import numpy as np
 from jaxsim._src.collision import broadphase
 from jaxsim._src.collision import support as sp
 from jaxsim._src.collision.geom import NO_CONTACT, Contacts, GeomInfo, make_frame, polygon_quad
-from jaxsim._src.types import GeomType
+from jaxsim._src.enums import MAXVAL, MINVAL, GeomType
 
-MINVAL = 1e-15  # mjMINVAL
 MINVAL2 = MINVAL * MINVAL
-MAXVAL2 = 1e10 * 1e10  # mjMAXVAL^2
+MAXVAL2 = MAXVAL * MAXVAL
 FACE_TOL = 0.996  # mjFACE_TOL
 EDGE_TOL = 0.0888  # mjEDGE_TOL
 HORIZON = 24  # horizon edges MuJoCo can hold

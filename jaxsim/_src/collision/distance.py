@@ -17,7 +17,8 @@ import numpy as np
 
 from jaxsim._src.collision import convex, driver, pairs, primitive
 from jaxsim._src.collision.geom import GeomInfo
-from jaxsim._src.types import Data, DisableBit, GeomType, Model
+from jaxsim._src.enums import DisableBit, GeomType
+from jaxsim._src.types import Data, Model
 
 NONE, CCD, PRIMITIVE, HFIELD = range(4)  # how a pair's distance is computed
 

@@ -32,14 +32,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxsim._src import math
 from jaxsim._src.collision import broadphase, hfield, primitive
 from jaxsim._src.collision import support as sp
 from jaxsim._src.collision.geom import NO_CONTACT, Contacts, GeomInfo, mesh_graph_arrays
-from jaxsim._src.types import ConeType, Data, DisableBit, EnableBit, GeomType, Model
+from jaxsim._src.enums import MINMU, MINVAL, ConeType, DisableBit, EnableBit, GeomType, WarningType
+from jaxsim._src.types import Data, Model
 
-MINMU = 1e-5  # mjMINMU
-WARN_CONTACTFULL = 1  # mjWARN_CONTACTFULL
 MIN_BUDGET = 8  # slots of a condim class the default budget never goes below
 # dense efc_J (rows x nv, float64) above which a model given no budget gets the estimate
 AUTO_BUDGET_BYTES = 256 * 2**20
@@ -626,9 +624,9 @@ def _contact_params(m: Model, g1: np.ndarray, g2: np.ndarray, ipair: np.ndarray)
   condim = _condim(m, g1, g2, ipair)
   s1, s2 = m.geom_solmix[g1], m.geom_solmix[g2]
   mix = jnp.where(
-    (s1 >= math.MINVAL) & (s2 >= math.MINVAL),
+    (s1 >= MINVAL) & (s2 >= MINVAL),
     s1 / jnp.where((s1 + s2) > 0, s1 + s2, 1.0),
-    jnp.where((s1 < math.MINVAL) & (s2 < math.MINVAL), 0.5, jnp.where(s1 < math.MINVAL, 0.0, 1.0)),
+    jnp.where((s1 < MINVAL) & (s2 < MINVAL), 0.5, jnp.where(s1 < MINVAL, 0.0, 1.0)),
   )
   ref1, ref2 = m.geom_solref[g1], m.geom_solref[g2]
   both_std = (ref1[:, :1] > 0) & (ref2[:, :1] > 0)
@@ -853,8 +851,8 @@ def collision(m: Model, d: Data) -> Data:
       fields[k] = pairs_[k][slot_pair]
     for k in ('geom1', 'geom2', 'dim'):
       fields[k] = jnp.asarray(pairs_[k][slot_pair], dtype=jnp.int32)
-  if warning.shape[0] > WARN_CONTACTFULL:
-    warning = warning.at[WARN_CONTACTFULL].add(overflow.astype(warning.dtype))
+  if warning.shape[0] > WarningType.CONTACTFULL:
+    warning = warning.at[WarningType.CONTACTFULL].add(overflow.astype(warning.dtype))
   if getattr(m, 'flg_adhesion', 0):
     # adhesive contacts stay in the constraint in their gap band, without friction (mj_setContact)
     tether = fields['active'] & (fields['adhesion'] != 0)

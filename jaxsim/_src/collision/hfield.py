@@ -20,9 +20,8 @@ import numpy as np
 from jaxsim._src.collision import broadphase, convex
 from jaxsim._src.collision import support as sp
 from jaxsim._src.collision.geom import NO_CONTACT, Contacts, GeomInfo, make_frame
-from jaxsim._src.types import GeomType
+from jaxsim._src.enums import MAXCONPAIR, GeomType
 
-MAXCONPAIR = 50  # mjMAXCONPAIR
 # geom types mjCOLLISIONFUNC sends to mjc_ConvexHField
 HFIELD_TYPES = (
   GeomType.SPHERE,

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from jaxsim._src.types import DisableBit, EnableBit, GeomType
+from jaxsim._src.enums import DisableBit, EnableBit, GeomType
 
 # MuJoCo's collision table (mjCOLLISIONFUNC): which ordered type pairs have a collider
 _NO_COLLIDER = {

@@ -16,10 +16,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxsim._src.collision.geom import NO_CONTACT, Contacts, GeomInfo, make_frame, polygon_quad
+from jaxsim._src.enums import GeomType
 from jaxsim._src.math import MINVAL
-from jaxsim._src.types import GeomType
-
-MAXVAL = 1e10  # mjMAXVAL
 
 
 class _Pre(NamedTuple):

@@ -14,9 +14,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxsim._src.collision.geom import GeomInfo, MeshPoly
-from jaxsim._src.types import GeomType
+from jaxsim._src.enums import MINVAL, GeomType
 
-MINVAL = 1e-15  # mjMINVAL
 MINVAL2 = MINVAL * MINVAL
 
 
