@@ -25,8 +25,10 @@ from jaxsim._src.forward import step2 as step2
 from jaxsim._src.inverse import inverse as inverse
 from jaxsim._src.io import load as load
 from jaxsim._src.io import load_string as load_string
+from jaxsim._src.kinematics import kinematics as kinematics
 from jaxsim._src.model import make_data as make_data
 from jaxsim._src.rollout import rollout as rollout
+from jaxsim._src.stages import unsupported as unsupported
 from jaxsim._src.types import Contact as Contact
 from jaxsim._src.types import Data as Data
 from jaxsim._src.types import Model as Model

@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import importlib.util
+import os
 import sys
 import time
 
+import jax
+import jax.numpy as jnp
 import numpy as np
+from tqdm import tqdm
 
 import jaxsim
 
@@ -32,13 +37,7 @@ def info(model: jaxsim.Model, path: str) -> str:
     f'gravity={[float(f"{g:.6g}") for g in np.asarray(opt.gravity)]}'
   )
   lines.append(f'flags    disabled={disabled or "none"}  enabled={enabled or "none"}')
-  from jaxsim._src.collision import driver
-
-  unsupported = list(model.unsupported)
-  unsupported += [f'collisions of {a} with {b} geoms' for a, b in driver.unsupported_pairs(model)]
-  from jaxsim._src import sensors
-
-  unsupported += sensors.unsupported(model)
+  unsupported = jaxsim.unsupported(model)
   if unsupported:
     lines.append('not yet simulated by jaxsim:')
     lines.extend(f'  - {u}' for u in unsupported)
@@ -49,10 +48,6 @@ def info(model: jaxsim.Model, path: str) -> str:
 
 def simulate(model: jaxsim.Model, args: argparse.Namespace) -> int:
   """Vmapped, jitted rollout of a batch of worlds with random controls; reports throughput."""
-  import jax
-  import jax.numpy as jnp
-  from tqdm import tqdm
-
   if args.float64:
     jax.config.update('jax_enable_x64', True)
     model = jax.tree_util.tree_map(lambda x: jnp.asarray(x, jnp.float64), model)
@@ -115,9 +110,6 @@ def simulate(model: jaxsim.Model, args: argparse.Namespace) -> int:
 
 def bench(argv: list[str]) -> int:
   """Runs benchmarks/throughput.py (a source checkout's) with the arguments after `bench`."""
-  import importlib.util
-  import os
-
   path = os.path.join(os.path.dirname(os.path.dirname(__file__)), 'benchmarks', 'throughput.py')
   if not os.path.exists(path):
     print(f'error: jaxsim bench needs a source checkout ({path} not found)', file=sys.stderr)

@@ -19,8 +19,8 @@ from collections.abc import Sequence
 import jax
 import numpy as np
 
-from jaxsim._src.enums import GeomType
-from jaxsim._src.types import Model
+import jaxsim
+from jaxsim import GeomType, Model
 
 _DEFAULT_RGBA = (0.5, 0.5, 0.5, 1.0)
 _PALETTE = np.array(
@@ -55,17 +55,14 @@ def geom_poses(m: Model, qpos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
   qpos (T, nq) -> geom_xpos (T, ngeom, 3), geom_xmat (T, ngeom, 3, 3), as NumPy arrays.
   """
-  from jaxsim._src import kinematics
-  from jaxsim._src.types import make_data
-
-  d0 = make_data(m, ncon=0, nefc=0)
+  d0 = jaxsim.make_data(m)
   qpos = np.asarray(qpos, dtype=np.asarray(m.qpos0).dtype)
   if qpos.ndim != 2 or qpos.shape[1] != m.nq:
     raise ValueError(f'qpos has shape {qpos.shape}; expected (T, nq) with nq = {m.nq}')
 
   @jax.jit
   def poses(q):
-    d = kinematics.kinematics(m, d0.replace(qpos=q))
+    d = jaxsim.kinematics(m, d0.replace(qpos=q))
     return d.geom_xpos, d.geom_xmat
 
   xpos, xmat = jax.vmap(poses)(qpos)

@@ -29,7 +29,7 @@ from chain import chain_xml  # noqa: E402
 
 MODELS = [
   'pendulum.xml',
-  'cartpole.xml',
+  '../jaxsim/envs/xml/cartpole.xml',
   'chain10.xml',
   'walker.xml',
   'scene.xml',

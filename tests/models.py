@@ -7,6 +7,8 @@ import os
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MODELS = os.path.join(REPO, 'models')
+# models that ship inside the package (jaxsim.envs' tasks)
+PACKAGED = os.path.join(REPO, 'jaxsim', 'envs', 'xml')
 
 
 def dm_control_suite() -> list[str]:
@@ -18,9 +20,11 @@ def dm_control_suite() -> list[str]:
 
 
 def bundled() -> list[str]:
-  """Paths of the models in models/ that are complete models (not include fragments)."""
+  """Paths of the models in models/ and jaxsim/envs/xml/ that are complete models (not include
+  fragments)."""
   out = []
-  for path in sorted(glob.glob(os.path.join(MODELS, '*.xml'))):
+  paths = glob.glob(os.path.join(MODELS, '*.xml')) + glob.glob(os.path.join(PACKAGED, '*.xml'))
+  for path in sorted(paths, key=os.path.basename):
     with open(path) as f:
       head = f.read(4096)
     if '<worldbody' in head or '<worldbody' in open(path).read():

@@ -312,7 +312,7 @@ def test_hfield_item_limit_overflow():
     np.testing.assert_array_equal(c.dist[i], one[i].dist)
     np.testing.assert_array_equal(c.pos[i], one[i].pos)
   # room for exactly the first pair's tested prisms
-  first = int(np.sum(hfield._prisms(*pick(0), hf, s, win)[1]))
+  first = int(np.sum(hfield.window_prisms(*pick(0), hf, s, win)[1]))
   c, over = hfield.collide_hfield_group(h, g, margin, hf, s, win=win, nitems=first)
   assert bool(over)
   np.testing.assert_array_equal(c.dist[0], one[0].dist)

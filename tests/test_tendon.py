@@ -227,7 +227,7 @@ def test_wrap_degenerate_inputs_have_finite_gradients():
   x0, x1, side, has_side, sphere = (np.array(c) for c in zip(*rows))
 
   def total(x0, x1):
-    wrap = jax.vmap(tendon._wrap, in_axes=(0, 0, None, None, None, 0, 0, 0, None))
+    wrap = jax.vmap(tendon.wrap_geom, in_axes=(0, 0, None, None, None, 0, 0, 0, None))
     args = (jnp.zeros(3), jnp.eye(3), 0.1, jnp.asarray(side))
     wlen, p0, p1 = wrap(x0, x1, *args, jnp.asarray(has_side), jnp.asarray(sphere), True)
     return jnp.sum(wlen) + jnp.sum(p0 * p1)

@@ -15,7 +15,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxsim._src import constraint, integrate, math, passive, sensors, solver, stages
+from jaxsim._src import constraint, dynamics, integrate, math, passive, sensors, solver, stages
 from jaxsim._src.enums import DisableBit, EnableBit, IntegratorType
 from jaxsim._src.types import Data, Model, check_inputs
 
@@ -71,30 +71,24 @@ def discrete_acc(m: Model, d: Data) -> jax.Array:
     if m.opt.disableflags & DisableBit.EULERDAMP:
       return qacc
     damping, poly = passive.dof_damping(m)
-    b = integrate._poly_force_deriv(damping, poly, d.qvel)
+    b = integrate.poly_force_deriv(damping, poly, d.qvel)
     qfrc = d.qM @ qacc + h * b * qacc
     # MuJoCo leaves qacc untouched where no dof is damped
-    return jnp.where(jnp.any(b != 0), _solve_m(m, d, qfrc), qacc)
+    return jnp.where(jnp.any(b != 0), dynamics.solve_m(m, d, qfrc), qacc)
   qderiv = integrate.smooth_vel_deriv(m, d)
   if integrator == IntegratorType.IMPLICIT:
-    qderiv = qderiv - integrate._rne_vel_deriv(m, d, lambda d_: stages.bias_of_qvel(m, d_))
-    return _solve_m(m, d, (d.qM - h * qderiv) @ qacc)
+    qderiv = qderiv - integrate.rne_vel_deriv(m, d, lambda d_: stages.bias_of_qvel(m, d_))
+    return dynamics.solve_m(m, d, (d.qM - h * qderiv) @ qacc)
   # implicitfast: the symmetric part of qDeriv, as the integrator uses
   qfrc = (d.qM - h * integrate.implicitfast_qderiv(qderiv)) @ qacc
-  free = integrate._free_bodies(m)
+  free = integrate.free_bodies(m)
   if free.size:
     # standalone free bodies: the unsymmetric local 6x6 block with the gyroscopic derivative
     # (mjd_freeMhat), as the integrator solves them
     blocks = free[:, None] + np.arange(6)
     a = integrate.free_mhat(m, d, qderiv, lambda d_: stages.bias_of_qvel(m, d_), blocks)
     qfrc = qfrc.at[blocks].set(jnp.einsum('bij,bj->bi', a, qacc[blocks]))
-  return _solve_m(m, d, qfrc)
-
-
-def _solve_m(m: Model, d: Data, x: jax.Array) -> jax.Array:
-  from jaxsim._src import dynamics
-
-  return dynamics.solve_m(m, d, x)
+  return dynamics.solve_m(m, d, qfrc)
 
 
 def inverse_acc(m: Model, d: Data, sensor: bool, layout: Any = None) -> Data:
@@ -141,8 +135,6 @@ def compare_fwd_inv(m: Model, d: Data) -> Data:
   qfrc_inverse|, both zero without constraint rows. As MuJoCo does, qfrc_inverse and efc_state
   are left as inverse dynamics set them and efc_force and qfrc_constraint are restored.
   """
-  from jaxsim._src import constraint
-
   dtype = d.qacc.dtype
   if not constraint.layout(m).nefc or not m.nv:
     return d.replace(solver_fwdinv=jnp.zeros(2, dtype))

@@ -154,12 +154,12 @@ def tendon_force(m: Model, d: Data) -> jax.Array:
   flags = m.opt.disableflags
   frc = jnp.zeros(m.ntendon, dtype)
   if not flags & DisableBit.SPRING:
-    x = passive._tendon_spring_x(m, d)
-    frc = frc - x * passive._poly_force(m.tendon_stiffness, m.tendon_stiffnesspoly, x, False)
+    x = passive.tendon_spring_x(m, d)
+    frc = frc - x * passive.poly_force(m.tendon_stiffness, m.tendon_stiffnesspoly, x, False)
   if not flags & DisableBit.DAMPER:
     damping, poly = passive.tendon_damping(m)
     v = d.ten_velocity
-    frc = frc - v * passive._poly_force(damping, poly, v, True)
+    frc = frc - v * passive.poly_force(damping, poly, v, True)
   if m.nu:
     act = np.flatnonzero(np.asarray(m.actuator_trntype) == TrnType.TENDON)
     target = np.asarray(m.actuator_trnid)[act, 0]

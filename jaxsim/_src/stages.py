@@ -28,9 +28,16 @@ from jaxsim._src.enums import DisableBit, EnableBit, IntegratorType, TrnType
 from jaxsim._src.types import Data, Model
 
 
+def unsupported(m: Model) -> list[str]:
+  """What jaxsim does not simulate yet in this model, each named (empty when nothing is missing):
+  the compiler's list (Model.unsupported), geom pairs without a collider, uncomputed sensors."""
+  out = list(m.unsupported)
+  out += [f'collisions of {a} with {b} geoms' for a, b in driver.unsupported_pairs(m)]
+  return out + sensors.unsupported(m)
+
+
 def check_supported(m: Model) -> None:
   """Raises NotImplementedError, naming what is missing, for models jaxsim cannot yet simulate."""
-
   if not m.opt.disableflags & (DisableBit.CONSTRAINT | DisableBit.CONTACT):
     missing = driver.unsupported_pairs(m)
     if missing:

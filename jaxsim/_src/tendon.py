@@ -280,7 +280,7 @@ def _wrap_inside(end: jax.Array, radius: jax.Array):
   return jnp.where(fail, -1.0, 0.0), jnp.concatenate([pnt, pnt])
 
 
-def _wrap(x0, x1, xpos, xmat, radius, side, has_side, sphere, inside: bool):
+def wrap_geom(x0, x1, xpos, xmat, radius, side, has_side, sphere, inside: bool):
   """Wraps segment x0-x1 around a sphere or cylinder (mju_wrap): (length or -1, p0, p1).
 
   sphere and has_side are per-segment flags; inside (static) enables the inside-wrap solve.
@@ -357,7 +357,7 @@ def _geom_wrap(m: Model, d: Data, g: _Segments):
   # the inside-wrap solve is compiled only if some side site may be inside its geom
   prm = _static(m.wrap_prm)
   inside = prm is None or bool((prm[g.wrapid] >= 0).any())
-  wrap = jax.vmap(_wrap, in_axes=(0, 0, 0, 0, 0, 0, 0, 0, None))
+  wrap = jax.vmap(wrap_geom, in_axes=(0, 0, 0, 0, 0, 0, 0, 0, None))
   return wrap(
     d.site_xpos[g.site0],
     d.site_xpos[g.site1],

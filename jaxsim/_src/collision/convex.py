@@ -63,7 +63,7 @@ CONVEX_PAIRS = {
 # ------------------------------------------ small helpers ----------------------------------------
 
 
-def _iterate(step: Callable, init, length: int, running: Callable, early: bool):
+def iterate(step: Callable, init, length: int, running: Callable, early: bool):
   """length steps of step(state, k) -> state, whose state is frozen once running(state) is false.
 
   early: a while_loop that stops there (under vmap: when every item has; no reverse mode, for
@@ -98,7 +98,7 @@ def _norm(v: jax.Array) -> jax.Array:
   return _sqrt(jnp.sum(v * v, axis=-1))
 
 
-def _normalize3(v: jax.Array) -> jax.Array:
+def normalize3(v: jax.Array) -> jax.Array:
   """mju_normalize3: (1, 0, 0) for a vector shorter than mjMINVAL."""
   n = _norm(v)
   small = n < MINVAL
@@ -143,14 +143,14 @@ def _vwhere(c, a: Verts, b: Verts) -> Verts:
 Support = Callable[[jax.Array], tuple[jax.Array, jax.Array]]
 
 
-class _Obj(NamedTuple):
+class Obj(NamedTuple):
   """A geom as the CCD sees it: support function (unit direction -> point, index), centre."""
 
   support: Support
   center: jax.Array
 
 
-def _support(o1: _Obj, o2: _Obj, d: jax.Array) -> Verts:
+def _support(o1: Obj, o2: Obj, d: jax.Array) -> Verts:
   """support(): S_{A-B}(d) = S_A(d) - S_B(-d)."""
   p1, i1 = o1.support(d)
   p2, i2 = o2.support(-d)
@@ -283,9 +283,9 @@ class _Gjk(NamedTuple):
   iterations: jax.Array
 
 
-def _gjk(
-  o1: _Obj,
-  o2: _Obj,
+def gjk_scan(
+  o1: Obj,
+  o2: Obj,
   kmax: int,
   tol: jax.Array,
   discrete: jax.Array,
@@ -294,7 +294,7 @@ def _gjk(
   early: bool = False,
 ) -> _Gjk:
   """gjk as a fixed-length scan (MuJoCo 4 runs it without the gjkIntersect fallback); early:
-  stops once converged (_iterate)."""
+  stops once converged (iterate)."""
   x1_0, x2_0 = o1.center, o2.center
   x_k = x1_0 - x2_0
   eps = jnp.where(discrete, 0.0, 0.5 * tol * tol)
@@ -346,7 +346,7 @@ def _gjk(
     new['k'] = st['k'] + (ok & (n_new < 4)).astype(int)
     return new
 
-  state = _iterate(step, state, kmax, lambda st: st['running'], early)
+  state = iterate(step, state, kmax, lambda st: st['running'], early)
   returned = state['returned']
   n, lam, simplex = state['n'], state['lam'], state['simplex']
   x1 = jnp.where(n > 0, _lincomb(lam, simplex.vert1), x1_0)
@@ -391,7 +391,7 @@ def _attach(verts: jax.Array, center: jax.Array, a, b, c):
   return jnp.where(fail, 0.0, v), jnp.where(fail, 0.0, d2)
 
 
-def _epa_support(o1: _Obj, o2: _Obj, d: jax.Array, dnorm: jax.Array) -> Verts:
+def _epa_support(o1: Obj, o2: Obj, d: jax.Array, dnorm: jax.Array) -> Verts:
   """epaSupport: support along d / dnorm, (1, 0, 0) if dnorm is tiny."""
   ok = dnorm > MINVAL
   dr = jnp.where(ok, d / jnp.where(ok, dnorm, 1.0), jnp.array([1.0, 0.0, 0.0]))
@@ -537,7 +537,7 @@ def _first_bad(d2: jax.Array, thresh: float) -> tuple[jax.Array, jax.Array]:
   return jnp.argmax(bad), jnp.any(bad)
 
 
-def _polytope(o1, o2, g: _Gjk, nv: int, nf: int) -> tuple[_Poly, jax.Array]:
+def polytope(o1, o2, g: _Gjk, nv: int, nf: int) -> tuple[_Poly, jax.Array]:
   """polytope2/3/4 for the GJK simplex, with their fallbacks to polytope3; (polytope, ok)."""
   simplex = g.simplex
   # polytope4
@@ -576,8 +576,10 @@ def _polytope(o1, o2, g: _Gjk, nv: int, nf: int) -> tuple[_Poly, jax.Array]:
   return pt, ok
 
 
-def _epa(o1, o2, pt: _Poly, kmax: int, tol: jax.Array, discrete: jax.Array, early: bool = False):
-  """epa as a fixed-length scan (early: stops once done, _iterate); (polytope, closest face
+def epa_scan(
+  o1, o2, pt: _Poly, kmax: int, tol: jax.Array, discrete: jax.Array, early: bool = False
+):
+  """epa as a fixed-length scan (early: stops once done, iterate); (polytope, closest face
   index, found)."""
   nf = pt.fdist2.shape[0]
   tol = jnp.where(discrete, MINVAL, tol)
@@ -618,7 +620,7 @@ def _epa(o1, o2, pt: _Poly, kmax: int, tol: jax.Array, discrete: jax.Array, earl
       new = dl | (visible & jnp.any(dl[pt.fadj], axis=1))
       return new, jnp.any(new != dl)
 
-    dele = _iterate(flood, (dele, jnp.array(True)), FLOOD, lambda c: c[1], early)[0]
+    dele = iterate(flood, (dele, jnp.array(True)), FLOOD, lambda c: c[1], early)[0]
     hmask = (dele[:, None] & ~dele[pt.fadj]).reshape(-1)
     nedges = jnp.sum(hmask)
     pos = jnp.cumsum(hmask) - 1
@@ -692,11 +694,11 @@ def _epa(o1, o2, pt: _Poly, kmax: int, tol: jax.Array, discrete: jax.Array, earl
     jnp.array(False),
     jnp.array(False),
   )
-  pt, face, _, _, _, null = _iterate(step, init, kmax, lambda c: ~c[4], early)
+  pt, face, _, _, _, null = iterate(step, init, kmax, lambda c: ~c[4], early)
   return pt, face, (face >= 0) & ~null
 
 
-def _epa_witness(pt: _Poly, face: jax.Array):
+def epa_witness(pt: _Poly, face: jax.Array):
   """epaWitness: (x1, x2, dist)."""
   fv = pt.fverts[face]
   vs = _vget(pt.verts, fv)
@@ -714,16 +716,16 @@ def _isin(t, types) -> bool | jax.Array:
   return jnp.any(jnp.stack([t == u for u in types]))
 
 
-def _obj(info: GeomInfo, gtype, margin: jax.Array, shrink: bool = False) -> _Obj:
+def _obj(info: GeomInfo, gtype, margin: jax.Array, shrink: bool = False) -> Obj:
   """mjc_initCCDObj: support with margin/2 inflation, or the shrunk sphere/capsule core."""
   if not shrink:
-    return _Obj(lambda d: sp.support(info, gtype, d, margin), info.pos)
+    return Obj(lambda d: sp.support(info, gtype, d, margin), info.pos)
   if isinstance(gtype, (int, np.integer)):
     if gtype == _S:
-      return _Obj(lambda d: sp.point_support(info, d), info.pos)
+      return Obj(lambda d: sp.point_support(info, d), info.pos)
     if gtype == _C:
-      return _Obj(lambda d: sp.line_support(info, d), info.pos)
-    return _Obj(lambda d: sp.support(info, gtype, d, margin), info.pos)
+      return Obj(lambda d: sp.line_support(info, d), info.pos)
+    return Obj(lambda d: sp.support(info, gtype, d, margin), info.pos)
 
   def sup(d):
     full = sp.support(info, gtype, d, margin)
@@ -731,7 +733,7 @@ def _obj(info: GeomInfo, gtype, margin: jax.Array, shrink: bool = False) -> _Obj
     p = jnp.where(gtype == _S, info.pos, jnp.where(gtype == _C, line[0], full[0]))
     return p, jnp.where(_isin(gtype, (_S, _C)), -1, full[1])
 
-  return _Obj(sup, info.pos)
+  return Obj(sup, info.pos)
 
 
 class _Ccd(NamedTuple):
@@ -768,7 +770,7 @@ def _penetration_gjk(
   if (round1 | round2) is not True:
     discrete = jnp.asarray(_isin(t1, (_B, _M)) & _isin(t2, (_B, _M))) & (margin == 0)
     o1, o2 = _obj(g1, t1, margin), _obj(g2, t2, margin)
-    g = _gjk(o1, o2, kmax, tol, discrete, False, jnp.array(0.0), early)
+    g = gjk_scan(o1, o2, kmax, tol, discrete, False, jnp.array(0.0), early)
 
   # MuJoCo 4 first runs GJK distance on the bare geoms (spheres and capsules shrunk to a point
   # and a segment, margins removed) and inflates its witness points; only when those cores
@@ -779,8 +781,8 @@ def _penetration_gjk(
   c1 = _obj(g1, t1, 0.0, shrink=True)
   c2 = _obj(g2, t2, 0.0, shrink=True)
   bare = jnp.asarray(_isin(t1, (_B, _M)) & _isin(t2, (_B, _M)))
-  gd = _gjk(c1, c2, kmax, tol, bare, True, fm1 + fm2, early)
-  n = _normalize3(gd.x2 - gd.x1)
+  gd = gjk_scan(c1, c2, kmax, tol, bare, True, fm1 + fm2, early)
+  n = normalize3(gd.x2 - gd.x1)
   dist = gd.dist - (fm1 + fm2)
   use = shrink & (gd.dist > tol)
   shallow = _Ccd(
@@ -815,13 +817,13 @@ def _penetration_epa(
   discrete = jnp.asarray(_isin(t1, (_B, _M)) & _isin(t2, (_B, _M))) & (margin == 0)
   o1, o2 = _obj(g1, t1, margin), _obj(g2, t2, margin)
   if g is None:
-    g = _gjk(o1, o2, kmax, tol, discrete, False, jnp.array(0.0), early)
+    g = gjk_scan(o1, o2, kmax, tol, discrete, False, jnp.array(0.0), early)
   nv, nf = 5 + kmax, 6 * kmax
   run_epa = (g.dist <= tol) & (g.nsimplex > 1) & ~g.separated
-  pt, ok = _polytope(o1, o2, g, nv, nf)
-  pt, face, found = _epa(o1, o2, pt, kmax, tol, discrete, early)
+  pt, ok = polytope(o1, o2, g, nv, nf)
+  pt, face, found = epa_scan(o1, o2, pt, kmax, tol, discrete, early)
   face = jnp.maximum(face, 0)
-  x1, x2, dist = _epa_witness(pt, face)
+  x1, x2, dist = epa_witness(pt, face)
   epa_ok = run_epa & ok & found & (dist < 0)
   tri = _vget(pt.verts, pt.fverts[face])
   return _Ccd(epa_ok, dist, x1, x2, tri, jnp.where(epa_ok, 3, 0))
@@ -844,7 +846,7 @@ def _contact(c: _Ccd, margin: jax.Array):
   """mjc_penetration's contact from witness points: (dist, pos, normal)."""
   dist = jnp.where(c.ok, margin + c.dist, NO_CONTACT)
   pos = 0.5 * (c.x1 + c.x2)
-  normal = _normalize3(c.x1 - c.x2)
+  normal = normalize3(c.x1 - c.x2)
   return dist, pos, normal
 
 
@@ -875,12 +877,12 @@ def _clip_planes(face: jax.Array, nface: jax.Array, n: jax.Array) -> jax.Array:
   v1 = face
   v2 = face[jnp.where(i == nface - 1, 0, jnp.minimum(i + 1, k - 1))]
   res = jnp.cross(v2 - v1, (v1 + n) - v1)
-  return jax.vmap(_normalize3)(res)
+  return jax.vmap(normalize3)(res)
 
 
 def _polygon_clip(face, nface, subj, nsubj, n, margin, cap: int, early: bool = False):
   """polygonClip's Sutherland-Hodgman loop and margin prune: (points (cap, 3), count); early:
-  the loop stops after the face's nface edges (_iterate)."""
+  the loop stops after the face's nface edges (iterate)."""
   pn = _clip_planes(face, nface, n)
   poly = jnp.zeros((cap, 3)).at[: subj.shape[0]].set(subj)
   idx = jnp.arange(cap)
@@ -906,7 +908,7 @@ def _polygon_clip(face, nface, subj, nsubj, n, margin, cap: int, early: bool = F
     return jnp.where(live, new, poly), jnp.where(live, k2, k)
 
   nedge = face.shape[0]
-  poly, k = _iterate(
+  poly, k = iterate(
     lambda c, e: clip(c[:2], e) + (e + 1 < nface,),
     (poly, jnp.asarray(nsubj, int), nface > 0),
     nedge,
@@ -1084,7 +1086,7 @@ def _finish(
   multi = c0.ok & (mc.count > 0)
   slot = jnp.arange(ncon)
   pos = jnp.where(multi, 0.5 * (mc.x1 + mc.x2), pos0)
-  normal = jnp.where(multi, jax.vmap(_normalize3)(mc.x1 - mc.x2), normal0)
+  normal = jnp.where(multi, jax.vmap(normalize3)(mc.x1 - mc.x2), normal0)
   dist = jnp.where(multi, margin + mc.dist, jnp.where(slot == 0, dist0, NO_CONTACT))
   dist = jnp.where(slot < jnp.where(multi, mc.count, 1), dist, NO_CONTACT)
   dist = jnp.where(c0.ok, dist, NO_CONTACT)
@@ -1219,15 +1221,15 @@ def _distance_gjk(
   discrete = jnp.asarray(_isin(t1, (_B, _M)) & _isin(t2, (_B, _M)))
   o1, o2 = _obj(g1, t1, 0.0), _obj(g2, t2, 0.0)
   if (round1 | round2) is False:
-    g = _gjk(o1, o2, kmax, tol, discrete, True, distmax, early)
+    g = gjk_scan(o1, o2, kmax, tol, discrete, True, distmax, early)
     return _DistGjk(g, _needs_epa(g, tol), g.dist, g.x1, g.x2, g.dist < _max_limit(g.dist))
   fm1 = jnp.where(round1, g1.size[0], 0.0)
   fm2 = jnp.where(round2, g2.size[0], 0.0)
   c1, c2 = _obj(g1, t1, 0.0, shrink=True), _obj(g2, t2, 0.0, shrink=True)
-  gd = _gjk(c1, c2, kmax, tol, discrete, True, distmax + fm1 + fm2, early)
-  g = _gjk(o1, o2, kmax, tol, discrete, True, distmax, early)
+  gd = gjk_scan(c1, c2, kmax, tol, discrete, True, distmax + fm1 + fm2, early)
+  g = gjk_scan(o1, o2, kmax, tol, discrete, True, distmax, early)
   top = _max_limit(g.dist)
-  n = _normalize3(gd.x2 - gd.x1)
+  n = normalize3(gd.x2 - gd.x1)
   cdist = gd.dist - (fm1 + fm2)
   cdist = jnp.where(cdist > distmax, top, cdist)
   use = jnp.asarray(round1 | round2) & (gd.dist > tol)
@@ -1256,9 +1258,9 @@ def _distance_epa(
   """
   discrete = jnp.asarray(_isin(t1, (_B, _M)) & _isin(t2, (_B, _M)))
   o1, o2 = _obj(g1, t1, 0.0), _obj(g2, t2, 0.0)
-  pt, ok = _polytope(o1, o2, g, 5 + kmax, 6 * kmax)
-  pt, face, found = _epa(o1, o2, pt, kmax, tol, discrete, early)
-  x1, x2, dist = _epa_witness(pt, jnp.maximum(face, 0))
+  pt, ok = polytope(o1, o2, g, 5 + kmax, 6 * kmax)
+  pt, face, found = epa_scan(o1, o2, pt, kmax, tol, discrete, early)
+  x1, x2, dist = epa_witness(pt, jnp.maximum(face, 0))
   hit = ok & found
   x1, x2 = jnp.where(ok, x1, g.x1), jnp.where(ok, x2, g.x2)
   return jnp.where(hit, dist, 0.0), x1, x2, hit | ~ok

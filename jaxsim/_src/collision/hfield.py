@@ -87,7 +87,7 @@ def _penetration(
 
   Returns (hit, dist, x1, x2): whether the inflated shapes penetrate, their signed distance
   (the geoms' distance minus the margin) and the witness points on the inflated prism and geom.
-  early: GJK and EPA stop once converged (convex._iterate; no reverse mode).
+  early: GJK and EPA stop once converged (convex.iterate; no reverse mode).
   """
   half = 0.5 * margin
 
@@ -95,16 +95,16 @@ def _penetration(
     p, i = _prism_support(prism, d)
     return p + d * half, i
 
-  o1 = convex._Obj(prism_support, jnp.sum(prism, axis=0) * (1.0 / 6.0))
-  o2 = convex._Obj(lambda d: sp.support(g, gtype, d, margin), g.pos)
+  o1 = convex.Obj(prism_support, jnp.sum(prism, axis=0) * (1.0 / 6.0))
+  o2 = convex.Obj(lambda d: sp.support(g, gtype, d, margin), g.pos)
   # the prism counts as a discrete shape: EPA on vertex ids against boxes and meshes
   discrete = jnp.asarray(_isin(gtype, (GeomType.BOX, GeomType.MESH))) & (margin == 0)
   nv, nf = 5 + kmax, 6 * kmax
-  gk = convex._gjk(o1, o2, kmax, tol, discrete, False, jnp.zeros_like(margin), early)
+  gk = convex.gjk_scan(o1, o2, kmax, tol, discrete, False, jnp.zeros_like(margin), early)
   run_epa = (gk.dist <= tol) & (gk.nsimplex > 1) & ~gk.separated
-  pt, ok = convex._polytope(o1, o2, gk, nv, nf)
-  pt, face, found = convex._epa(o1, o2, pt, kmax, tol, discrete, early)
-  x1, x2, dist = convex._epa_witness(pt, jnp.maximum(face, 0))
+  pt, ok = convex.polytope(o1, o2, gk, nv, nf)
+  pt, face, found = convex.epa_scan(o1, o2, pt, kmax, tol, discrete, early)
+  x1, x2, dist = convex.epa_witness(pt, jnp.maximum(face, 0))
   hit = run_epa & ok & found & (dist < 0)
   rounded = _isin(gtype, (GeomType.SPHERE, GeomType.CAPSULE))
   if rounded is False:
@@ -119,9 +119,9 @@ def _penetration(
       line = sp.line_support(info, d)
       return jnp.where(gtype == GeomType.SPHERE, info.pos, line[0]), line[1]
 
-  o2c = convex._Obj(lambda d: core(g, d), g.pos)
-  gd = convex._gjk(o1, o2c, kmax, tol, jnp.array(False), True, fm, early)
-  n = convex._normalize3(gd.x2 - gd.x1)
+  o2c = convex.Obj(lambda d: core(g, d), g.pos)
+  gd = convex.gjk_scan(o1, o2c, kmax, tol, jnp.array(False), True, fm, early)
+  n = convex.normalize3(gd.x2 - gd.x1)
   shallow = rounded & (gd.dist > tol)
   sdist = gd.dist - fm
   return (
@@ -132,7 +132,7 @@ def _penetration(
   )
 
 
-def _prisms(
+def window_prisms(
   h: GeomInfo, g: GeomInfo, margin: jax.Array, hf: HField, gtype, win: tuple[int, int]
 ) -> tuple[jax.Array, jax.Array, GeomInfo]:
   """The prisms (P, 6, 3) of g's window in h's frame, which of them MuJoCo tests (P,), and g
@@ -214,7 +214,7 @@ def _prisms(
 
 def _slots(h: GeomInfo, hit, dist, x1, x2, margin, nslot: int) -> Contacts:
   """The first contacts in MuJoCo's (row, column, triangle) order, in nslot slots."""
-  normal = jax.vmap(convex._normalize3)(x1 - x2) @ h.mat.T
+  normal = jax.vmap(convex.normalize3)(x1 - x2) @ h.mat.T
   pos = (0.5 * (x1 + x2)) @ h.mat.T + h.pos
   rank = jnp.cumsum(hit).astype(jnp.int32) - 1
   tgt = jnp.where(hit & (rank < nslot), rank, nslot)
@@ -249,7 +249,7 @@ def collide_hfield(
   """
   gtype = _static_type(gtype)
   kmax, tol, margin = int(ccd_iterations), jnp.asarray(ccd_tolerance), jnp.asarray(margin)
-  prisms, valid, gl = _prisms(h, g, margin, hf, gtype, win)
+  prisms, valid, gl = window_prisms(h, g, margin, hf, gtype, win)
   hit, dist, x1, x2 = jax.vmap(lambda p: _penetration(p, gl, gtype, margin, kmax, tol))(prisms)
   return _slots(h, hit & valid, dist, x1, x2, margin, max_contacts(win))
 
@@ -279,7 +279,7 @@ def collide_hfield_group(
   n = margin.shape[0]
   static = isinstance(gtype, int)
   prisms, valid, gl = jax.vmap(
-    lambda a, b, mg, t: _prisms(a, b, mg, hf, gtype if static else t, win)
+    lambda a, b, mg, t: window_prisms(a, b, mg, hf, gtype if static else t, win)
   )(h, g, margin, jnp.zeros(n, jnp.int32) if static else gtype)
   npr = prisms.shape[1]
   # the first nitems tested prisms, in (pair, row, column, triangle) order

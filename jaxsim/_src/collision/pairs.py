@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from jaxsim._src.collision import hfield
 from jaxsim._src.enums import DisableBit, EnableBit, GeomType
 
 # MuJoCo's collision table (mjCOLLISIONFUNC): which ordered type pairs have a collider
@@ -135,8 +136,6 @@ def hfield_windows(
   gap, and the height field's size. A geom grown or a margin raised after loading can reach
   cells outside its window.
   """
-  from jaxsim._src.collision import hfield
-
   gtype = np.asarray(c['geom_type'])
   out = np.zeros((len(g1), 2), dtype=np.int64)
   isfield = gtype[g1] == GeomType.HFIELD

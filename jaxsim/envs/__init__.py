@@ -24,7 +24,7 @@ action is held for `frame_skip` physics steps.
 from __future__ import annotations
 
 import dataclasses
-import os
+import importlib.resources
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -32,10 +32,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxsim._src.enums import ConeType, DisableBit, IntegratorType, SolverType
-from jaxsim._src.types import Data, Model
+import jaxsim
+from jaxsim import ConeType, Data, DisableBit, IntegratorType, Model, SolverType
 
-_MODELS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'models')
+
+def model_path(name: str) -> str:
+  """Path of an environment's model file shipped with the package (jaxsim/envs/xml/NAME)."""
+  return str(importlib.resources.files(__name__).joinpath('xml', name))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -115,9 +118,7 @@ class Env:
 
   def init_data(self, key: jax.Array) -> Data:
     """A randomised initial Data; by default qpos0 and zero velocity."""
-    from jaxsim import make_data
-
-    return make_data(self.model)
+    return jaxsim.make_data(self.model)
 
   def observation(self, data: Data) -> jax.Array:
     """The observation (observation_size,); by default qpos and qvel.
@@ -182,10 +183,8 @@ class Env:
 
   def physics(self, data: Data, ctrl: jax.Array) -> Data:
     """frame_skip physics steps with ctrl held."""
-    from jaxsim import step
-
     data = data.replace(ctrl=ctrl.astype(data.ctrl.dtype))
-    return jax.lax.fori_loop(0, self.frame_skip, lambda _, d: step(self.model, d), data)
+    return jax.lax.fori_loop(0, self.frame_skip, lambda _, d: jaxsim.step(self.model, d), data)
 
   def step(self, state: State, action: jax.Array) -> State:
     """One control step; an ended episode restarts from a new initial state (auto_reset)."""
@@ -240,7 +239,7 @@ _FAST = {'integrator': IntegratorType.EULER, 'iterations': 2, 'ls_iterations': 4
 
 
 class _Cartpole(Env):
-  """Cart-pole on models/cartpole.xml; observation (x, cos th, sin th, x_dot, th_dot)."""
+  """Cart-pole on jaxsim/envs/xml/cartpole.xml; observation (x, cos th, sin th, x_dot, th_dot)."""
 
   def __init__(
     self,
@@ -250,17 +249,10 @@ class _Cartpole(Env):
     constraints: bool = True,
     **kwargs,
   ):
-    from jaxsim import load
-
     if model is None:
-      model = os.path.join(_MODELS, 'cartpole.xml')
+      model = model_path('cartpole.xml')
     if isinstance(model, str):
-      if not os.path.exists(model):
-        raise FileNotFoundError(
-          f'{model} not found: the cartpole tasks use models/cartpole.xml of the jaxsim source '
-          'tree; pass model= (a path or a Model) instead'
-        )
-      model = load(model)
+      model = jaxsim.load(model)
     flags = model.opt.disableflags
     if fast_physics:
       model = with_options(model, **_FAST)
@@ -285,9 +277,7 @@ class _Cartpole(Env):
     return upright * centered * small_control * small_velocity
 
   def _data(self, qpos: jax.Array, qvel: jax.Array) -> Data:
-    from jaxsim import make_data
-
-    d = make_data(self.model)
+    d = jaxsim.make_data(self.model)
     return d.replace(qpos=qpos.astype(d.qpos.dtype), qvel=qvel.astype(d.qvel.dtype))
 
 
