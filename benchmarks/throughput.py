@@ -438,15 +438,16 @@ def _user_xla_flags() -> str:
 
 
 def _xla_flags(flags: str, mjx_xla: str) -> str:
-  """XLA_FLAGS for a JAX engine's worker: jaxsim's CPU flags (jaxsim/_xla.py) unless set.
+  """XLA_FLAGS for a JAX engine's worker: the CPU flags of jaxsim/_src/xla.py unless set.
 
-  With mjx_xla 'default', only the scheduler flag is added: the XLA CPU deadlock jaxsim/_xla.py
-  works around hits MJX's batched while loops too (its first call stalls at 0% CPU).
+  With mjx_xla 'default', only the required (scheduler) flag is added: the XLA CPU deadlock
+  jaxsim/_src/xla.py works around hits MJX's batched while loops too (its first call stalls at
+  0% CPU).
   """
-  from jaxsim._src.xla import CPU_FLAGS
+  from jaxsim._src.xla import CPU_FLAGS, REQUIRED_FLAGS
 
-  for name, value in CPU_FLAGS.items():
-    if name not in flags and (mjx_xla == 'same' or 'scheduler' in name):
+  for name, value in (CPU_FLAGS if mjx_xla == 'same' else REQUIRED_FLAGS).items():
+    if name not in flags:
       flags = f'{flags} --{name}={value}'.strip()
   return flags
 
@@ -718,7 +719,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     '--mjx-xla',
     choices=('same', 'default'),
     default='same',
-    help="MJX's XLA CPU flags: jaxsim's (jaxsim/_xla.py), or XLA's defaults but the scheduler one",
+    help="MJX's XLA CPU flags: jaxsim's (jaxsim/_src/xla.py), or XLA's defaults but the "
+    'required one',
   )
   p.add_argument('--max-gb', type=float, default=4.0, help='skip runs whose program needs more')
   p.add_argument('--seed', type=int, default=0)

@@ -4,7 +4,6 @@ This module is the public API and only re-exports it; the engine lives in `jaxsi
 (see DESIGN.md, "The house"). The RL layer is `jaxsim.envs` (imported on its own).
 """
 
-from jaxsim._src import xla as _xla  # noqa: F401  (first: XLA flags before JAX starts its backend)
 from jaxsim._src.enums import BiasType as BiasType
 from jaxsim._src.enums import ConeType as ConeType
 from jaxsim._src.enums import DisableBit as DisableBit
@@ -33,6 +32,7 @@ from jaxsim._src.types import Contact as Contact
 from jaxsim._src.types import Data as Data
 from jaxsim._src.types import Model as Model
 from jaxsim._src.types import Option as Option
+from jaxsim._src.xla import configure_cpu as configure_cpu  # first: XLA flags before JAX starts
 from jaxsim.errors import ModelError as ModelError
 
 __version__ = '0.1.0'

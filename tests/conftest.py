@@ -14,6 +14,10 @@ os.environ.setdefault(
 
 import jax  # noqa: E402
 
+import jaxsim  # noqa: E402
+
+# fast compilation, and MuJoCo's rounding: the suite compares near-ties with MuJoCo's release build
+jaxsim.configure_cpu(fast_compile=True, mujoco_rounding=True)
 jax.config.update('jax_enable_x64', True)
 if os.environ.get('JAXSIM_TEST_CACHE'):
   jax.config.update('jax_compilation_cache_dir', os.environ['JAXSIM_TEST_CACHE'])

@@ -1,40 +1,83 @@
-"""XLA settings jaxsim needs, applied on import before JAX creates its CPU backend."""
+"""XLA CPU settings: the one jaxsim needs (applied on import), and the ones a user may opt into.
+
+XLA reads XLA_FLAGS once, when JAX creates its CPU backend (at the first computation). Each flag
+here is added only when XLA_FLAGS does not name it already, so a user's choice wins.
+"""
 
 from __future__ import annotations
 
 import os
+import warnings
 
-# Each is applied only when XLA_FLAGS does not name it already, so a user's choice wins. They only
-# take effect before JAX creates its CPU backend (importing jaxsim before the first computation).
-CPU_FLAGS = {
-  # With it (jax 0.10.2), a batched program holding while loops (the solver, the joint scan) has
-  # been seen to deadlock at random on its first call, every thread parked and no CPU used (3 of 4
-  # runs of a vmapped chain10 step at batch 1024); with it off, none in 12.
-  'xla_cpu_enable_concurrency_optimized_scheduler': 'false',
-  # XLA CPU's MLIR fusion emitters spend most of a step's compile time on its hundreds of small
-  # fused kernels; the classic LLVM emitters build the same kernels 2-3x faster (dm_control
-  # cheetah's batched step 12.2 -> 4.5 s on a 2-core CPU) and run them as fast.
-  'xla_cpu_use_fusion_emitters': 'false',
-  # MuJoCo's release build targets AVX without FMA; on CPUs that have FMA, LLVM contracts a * b - c
-  # * d into one fused multiply-add, so a quantity compared against a near tie rounds the other
-  # way and a discrete choice flips (a cylinder standing on a box: its 16-gon cap's maximum-area
-  # quadrilateral, humanoid-bench's bookshelf, contacts 4 cm apart). Capping the instruction set
-  # at AVX rounds as MuJoCo does; steps/s unchanged within noise (cheetah, humanoid at batch 64).
-  'xla_cpu_max_isa': 'AVX',
-}
+from jax._src import xla_bridge
+
+# Needed for jaxsim to run at all, so applied on `import jaxsim`. With it on (jax 0.10.2), a
+# batched program holding while loops (the solver, the joint scan) has been seen to deadlock at
+# random on its first call, every thread parked and no CPU used (3 of 4 runs of a vmapped chain10
+# step at batch 1024); with it off, none in 12.
+REQUIRED_FLAGS = {'xla_cpu_enable_concurrency_optimized_scheduler': 'false'}
+
+# Opt-in (`jaxsim.configure_cpu(fast_compile=True)`; the CLI and the benchmarks use it): XLA CPU's
+# MLIR fusion emitters spend most of a step's compile time on its hundreds of small fused kernels;
+# the classic LLVM emitters build the same kernels 2-3x faster (dm_control cheetah's batched step
+# 12.2 -> 4.5 s on a 2-core CPU) and run them as fast.
+FAST_COMPILE_FLAGS = {'xla_cpu_use_fusion_emitters': 'false'}
+
+# Opt-in (`jaxsim.configure_cpu(mujoco_rounding=True)`; the tests use it): MuJoCo's release build
+# targets AVX without FMA; on CPUs that have FMA, LLVM contracts a * b - c * d into one fused
+# multiply-add, so a quantity compared against a near tie rounds the other way and a discrete
+# choice flips (a cylinder standing on a box: its 16-gon cap's maximum-area quadrilateral,
+# humanoid-bench's bookshelf, contacts 4 cm apart). Capping the instruction set at AVX rounds as
+# MuJoCo does, at a cost of 1.15-1.4x in speed on AVX-512 CPUs: never a default.
+MUJOCO_ROUNDING_FLAGS = {'xla_cpu_max_isa': 'AVX'}
+
+# what the benchmarks give every JAX engine (jaxsim and MJX alike)
+CPU_FLAGS = {**REQUIRED_FLAGS, **FAST_COMPILE_FLAGS}
 
 
-# XLA_FLAGS as the process had them before jaxsim's first import added CPU_FLAGS.
+def add_flags(flags: dict[str, str]) -> bool:
+  """Adds `flags` to XLA_FLAGS, each unless already named there.
+
+  Returns:
+    False, with a warning, when JAX's CPU backend already exists, so that flags not already in
+    force cannot apply any more in this process; True otherwise.
+  """
+  current = os.environ.get('XLA_FLAGS', '')
+  missing = {k: v for k, v in flags.items() if k not in current}
+  if not missing:
+    return True
+  os.environ['XLA_FLAGS'] = ' '.join([current] + [f'--{k}={v}' for k, v in missing.items()]).strip()
+  if xla_bridge.backends_are_initialized():
+    names = ', '.join(missing)
+    warnings.warn(
+      f'jaxsim: JAX already started its backends, so the XLA flags {names} do not apply in this '
+      'process; import jaxsim (or call jaxsim.configure_cpu) before the first JAX computation',
+      stacklevel=3,
+    )
+    return False
+  return True
+
+
+def configure_cpu(fast_compile: bool = True, mujoco_rounding: bool = False) -> bool:
+  """Opt-in XLA CPU settings; call before the first JAX computation.
+
+  Arguments:
+    fast_compile: XLA's classic LLVM emitters instead of the MLIR fusion emitters: 2-3x faster
+      compilation of a step, the same run time.
+    mujoco_rounding: cap the instruction set at AVX (no FMA contraction), so that floating-point
+      results round as MuJoCo's release build does and near-ties break the same way; costs
+      1.15-1.4x in speed on AVX-512 CPUs. For comparisons with MuJoCo, not for training.
+  Returns:
+    whether the flags apply (False, with a warning, once JAX's backends exist).
+  """
+  flags = {}
+  if fast_compile:
+    flags.update(FAST_COMPILE_FLAGS)
+  if mujoco_rounding:
+    flags.update(MUJOCO_ROUNDING_FLAGS)
+  return add_flags(flags)
+
+
+# XLA_FLAGS as the process had them before jaxsim's first import added REQUIRED_FLAGS
 USER_FLAGS = os.environ.get('XLA_FLAGS', '')
-
-
-def cpu_flags() -> None:
-  """Adds CPU_FLAGS to XLA_FLAGS, each unless the user set it."""
-  flags = os.environ.get('XLA_FLAGS', '')
-  for name, value in CPU_FLAGS.items():
-    if name not in flags:
-      flags = f'{flags} --{name}={value}'.strip()
-  os.environ['XLA_FLAGS'] = flags
-
-
-cpu_flags()
+add_flags(REQUIRED_FLAGS)
