@@ -42,7 +42,7 @@ from jaxsim.mjcf.compile.state import Compiled, CompileState
 from jaxsim.mjcf.parse import Element
 from jaxsim.mjcf.replicate import expand as expand_replicates
 
-__all__ = ['Compiled', 'CompileState', 'compile_tree']
+__all__ = ['Compiled', 'compile_tree']
 
 
 def compile_tree(

@@ -1,6 +1,6 @@
 """<asset>: meshes, height fields, textures, materials and skins (mjXReader::Asset in
-xml_native_reader.cc; mjCMesh, mjCHField, mjCTexture, mjCMaterial and mjCSkin::Compile in
-user_mesh.cc and user_objects.cc; mjCModel::ResolveReferences).
+xml_native_reader.cc; mjCMesh, mjCHField and mjCSkin::Compile in user_mesh.cc, mjCTexture's in
+user_texture.cc, mjCMaterial's in user_objects.cc; mjCModel::ResolveReferences).
 
 read_assets reads the <asset> sections into the state's assets (and names materials and
 textures); after the body tree is read, compile_meshes and compile_hfields compile them into the

@@ -1,5 +1,5 @@
-"""<keyframe>: keyframes, padded with the model's defaults and up to <size nkey> (mjXReader::Key
-in xml_native_reader.cc, mjCKey::Compile in user_objects.cc).
+"""<keyframe>: keyframes, padded with the model's defaults and up to <size nkey>
+(mjXReader::Keyframe in xml_native_reader.cc, mjCKey::Compile in user_objects.cc).
 
 Reads the <keyframe> sections, the state's joints, bodies and actuator layout in out, and the
 values of attached models' keyframes (attach.py's `_attached`); writes the key_* arrays and nkey

@@ -1,6 +1,6 @@
 """The model's global settings: the <mujoco> root, <extension>, <compiler>, <option> (and its
 <flag>), <size>, <statistic> and <visual> (mjXReader::Compiler, Option, Size, Statistic, Visual,
-Extension in xml_native_reader.cc; mj_defaultOption, mjs_defaultCompiler in user_init.c).
+Extension in xml_native_reader.cc; the defaults are mj_defaultOption's and mjs_defaultSpec's).
 
 Reads the root and these sections; writes the state's model_name, comp, elem_comp,
 lengthrange_opt, opt, size, nkey_elem, statistic, znear and the plugin tables (plugin_instances,

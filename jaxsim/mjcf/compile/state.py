@@ -1,9 +1,10 @@
 """The state of one compilation: what mjCModel holds while mjCModel::Compile runs.
 
 `CompileState` declares every field the sections read and write, each with its MuJoCo default
-(mjs_defaultCompiler, mj_defaultOption, mj_defaultLROpt) or empty; the sections fill it in the
-order jaxsim.mjcf.compile runs them. Its methods are the name tables and per-element settings
-every section consults (mjCModel's namespaces, default classes, per-model compiler settings).
+(mjs_defaultSpec's compiler settings, mj_defaultOption, mj_defaultLROpt) or empty; the sections
+fill it in the order jaxsim.mjcf.compile runs them. Its methods are the name tables and
+per-element settings every section consults (mjCModel's namespaces, default classes, per-model
+compiler settings).
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ class Compiled(dict):
 
 
 def default_compiler() -> dict[str, Any]:
-  """<compiler>'s settings before the model's own (mjs_defaultCompiler)."""
+  """<compiler>'s settings before the model's own (mjs_defaultSpec)."""
   return {
     'autolimits': True,
     'boundmass': 0.0,
