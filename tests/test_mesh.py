@@ -9,6 +9,7 @@ import mujoco
 import numpy as np
 import pytest
 
+from jaxsim._src.enums import GeomType
 from jaxsim.errors import ModelError
 from jaxsim.mjcf import mesh as M
 from jaxsim.mjcf import polygon
@@ -249,7 +250,7 @@ def test_small_meshes_all_inertia_modes(assets, mode):
     _check_mesh(m, i, md)
     out = M.mesh_geom(
       md,
-      M.GEOM_MESH,
+      GeomType.MESH,
       1.0,
       False,
       pos=[float(x) for x in gpos.split()],
@@ -275,7 +276,7 @@ def test_dog_meshes(mode):
       vert, face = M.read_mesh(fh.read(), f)
     md = M.compile_mesh(vert, face, scale=(1.5, 0.7, 1.2), inertia=mode)
     _check_mesh(m, i, md)
-    _check_geom(m, i, M.mesh_geom(md, M.GEOM_MESH, 1.0, False), 1100)
+    _check_geom(m, i, M.mesh_geom(md, GeomType.MESH, 1.0, False), 1100)
 
 
 def test_dog_skin_msh_mirrored():
@@ -288,7 +289,7 @@ def test_dog_skin_msh_mirrored():
     vert, face = M.read_mesh(fh.read(), 'dog_skin.msh')
   md = M.compile_mesh(vert, face, scale=(-1, 1, 1), inertia='convex')
   _check_mesh(m, 0, md)
-  _check_geom(m, 0, M.mesh_geom(md, M.GEOM_MESH), 1000)
+  _check_geom(m, 0, M.mesh_geom(md, GeomType.MESH), 1000)
 
 
 @pytest.mark.parametrize('fitaabb', [False, True])
@@ -355,7 +356,7 @@ def test_point_cloud_uses_hull_and_visual_mesh_has_no_hull(assets):
   limited = _compile(assets / 'lshape.obj', maxhullvert=6, inertia='convex')
   assert len(limited.hull_vert) <= 6
   _check_mesh(m, 2, limited)
-  _check_geom(m, 2, M.mesh_geom(limited, M.GEOM_MESH), 1000)
+  _check_geom(m, 2, M.mesh_geom(limited, GeomType.MESH), 1000)
 
 
 def test_obj_polygons_shapes_and_indices():

@@ -89,6 +89,7 @@ class DynType(enum.IntEnum):
   FILTER = 2
   FILTEREXACT = 3
   MUSCLE = 4
+  USER = 7  # MuJoCo 4 numbering; the compiler reads it, the engine does not compute it
 
 
 class GainType(enum.IntEnum):
@@ -97,6 +98,7 @@ class GainType(enum.IntEnum):
   FIXED = 0
   AFFINE = 1
   MUSCLE = 2
+  USER = 6  # MuJoCo 4 numbering; the compiler reads it, the engine does not compute it
 
 
 class BiasType(enum.IntEnum):
@@ -105,6 +107,7 @@ class BiasType(enum.IntEnum):
   NONE = 0
   AFFINE = 1
   MUSCLE = 2
+  USER = 5  # MuJoCo 4 numbering; the compiler reads it, the engine does not compute it
 
 
 class EqType(enum.IntEnum):
@@ -302,3 +305,8 @@ class ConstraintState(enum.IntEnum):
   LINEARNEG = 2
   LINEARPOS = 3
   CONE = 4
+
+
+# mjtGeom's mjGEOM_SDF, outside GeomType: the engine builds its collision table over GeomType's
+# members, and the compiler only refuses SDF geoms
+GEOM_SDF = 8

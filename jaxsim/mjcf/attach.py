@@ -30,11 +30,15 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
+from jaxsim._src.enums import JointType
 from jaxsim.mjcf import schema
 from jaxsim.mjcf.parse import Element, expand_includes, parse_xml
-from jaxsim.mjcf.replicate import _ACTUATOR_REFS, _EQUALITY_REFS
+from jaxsim.mjcf.replicate import ACTUATOR_REFS, EQUALITY_REFS
+
+# compiles a model tree on its own: (root, directory, read, model file) -> its compiled arrays
+CompileModel = Callable[[Element, str, Callable[[str], bytes], str], Mapping]
 
 _NAMED = {'body', 'frame', 'joint', 'freejoint', 'geom', 'site', 'camera', 'light'}
 _TREE_KIND = {'body': 'body', 'joint': 'joint', 'freejoint': 'joint', 'geom': 'geom'}
@@ -78,11 +82,17 @@ _MERGE_ERROR |= {'jacobian', 'solver', 'impratio', 'o_margin', 'o_solref', 'o_so
 _MERGE_ERROR |= {'o_friction'}
 
 
-def expand(root: Element, directory: str, read: Callable[[str], bytes]) -> Element:
-  """The model tree with every `<attach>` expanded and `<asset><model>` removed."""
+def expand(
+  root: Element, directory: str, read: Callable[[str], bytes], compile_model: CompileModel
+) -> Element:
+  """The model tree with every `<attach>` expanded and `<asset><model>` removed.
+
+  compile_model (jaxsim.mjcf.compile.compile_tree, which calls this) compiles an attached model
+  on its own, for the joint and actuator layout its keyframes are read with.
+  """
   if not _has(root, 'attach') and not any(a.find('model') for a in root.find('asset')):
     return root
-  return _Expansion(root, directory, read).run()
+  return _Expansion(root, directory, read, compile_model).run()
 
 
 def _files(e: Element) -> set[str]:
@@ -123,18 +133,23 @@ class _Child:
     self.dirs = _dirs(root)
     self._compiled = None
 
-  def compiled(self, read):
+  def compiled(self, read: Callable[[str], bytes], compile_model: CompileModel) -> Mapping:
     """The child compiled on its own (for its joint and actuator layout in keyframes)."""
     if self._compiled is None:
-      from jaxsim.mjcf.compile import compile_tree
-
-      self._compiled = compile_tree(self.root, self.directory, read, self.elem.file)
+      self._compiled = compile_model(self.root, self.directory, read, self.elem.file)
     return self._compiled
 
 
 class _Expansion:
-  def __init__(self, root: Element, directory: str, read: Callable[[str], bytes]):
+  def __init__(
+    self,
+    root: Element,
+    directory: str,
+    read: Callable[[str], bytes],
+    compile_model: CompileModel,
+  ):
     self.root, self.directory, self.read = root, directory, read
+    self.compile_model = compile_model
     self.models: dict[str, _Child] = {}
     self.defaults: list[Element] = []
     self.assets: list[Element] = []
@@ -168,7 +183,8 @@ class _Expansion:
           raise m.error(f'a sub-model must be MJCF (<mujoco>), got <{sub.tag}>', attribute='file')
         subdir = os.path.dirname(path)
         sub = expand_includes(sub, self.read, subdir, 0, (path,))
-        sub = _Expansion(sub, subdir, self.read).run() if _has(sub, 'attach') else sub
+        if _has(sub, 'attach'):
+          sub = _Expansion(sub, subdir, self.read, self.compile_model).run()
         name = m.attrs.get('name') or sub.attrs.get('model', 'MuJoCo Model')
         if name in self.models:
           raise m.error(f'duplicate model name {name!r}', attribute='name')
@@ -369,13 +385,13 @@ class _Expansion:
         self.assets.append(Element(e.tag, attrs, e.children, e.file, e.line))
 
   def copy_keys(self, a: Element, child: _Child, prefix: str, first: str, names) -> None:
-    c = child.compiled(self.read)
+    c = child.compiled(self.read, self.compile_model)
     jn = list(c['names'].get('joint', ()))
     an = list(c['names'].get('actuator', ()))
     kn = list(c['names'].get('key', ()))
     jt, qadr, vadr = c['jnt_type'], c['jnt_qposadr'], c['jnt_dofadr']
-    nq_of = {0: 7, 1: 4}
-    nv_of = {0: 6, 1: 3}
+    nq_of = {JointType.FREE: 7, JointType.BALL: 4}
+    nv_of = {JointType.FREE: 6, JointType.BALL: 3}
     for k in range(int(c.get('nkey', len(kn)))):
       joints, actuators = {}, {}
       for j, name in enumerate(jn):
@@ -576,8 +592,8 @@ def _prefixed_default(e: Element, prefix: str, top: bool) -> Element:
 _REFS = {
   'pair': {'geom1': 'geom', 'geom2': 'geom'},
   'exclude': {'body1': 'body', 'body2': 'body'},
-  'equality': _EQUALITY_REFS,
-  'actuator': _ACTUATOR_REFS,
+  'equality': EQUALITY_REFS,
+  'actuator': ACTUATOR_REFS,
   'sensor': {
     'site': 'site',
     'joint': 'joint',

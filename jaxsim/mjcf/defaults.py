@@ -6,6 +6,7 @@ import copy
 
 import numpy as np
 
+from jaxsim._src.enums import BiasType, CamLight, DynType, GainType, GeomType, JointType
 from jaxsim.mjcf import schema
 from jaxsim.mjcf.parse import Element
 
@@ -20,7 +21,7 @@ def _a(*values) -> np.ndarray:
 # MuJoCo's values for anything the user leaves out (mjs_default* in user_init.c).
 BUILTIN: dict[str, dict] = {
   'joint': {
-    'type': 3,
+    'type': int(JointType.HINGE),
     'group': 0,
     'pos': _a(0, 0, 0),
     'axis': _a(0, 0, 1),
@@ -42,7 +43,7 @@ BUILTIN: dict[str, dict] = {
     'frictionloss': 0.0,
   },
   'geom': {
-    'type': 2,
+    'type': int(GeomType.SPHERE),
     'contype': 1,
     'conaffinity': 1,
     'condim': 3,
@@ -72,8 +73,8 @@ BUILTIN: dict[str, dict] = {
     'size': _a(0.005, 0.005, 0.005),
     'rgba': _a(0.5, 0.5, 0.5, 1),
   },
-  'camera': {'pos': _a(0, 0, 0), 'fovy': 45.0, 'ipd': 0.068, 'mode': 0},
-  'light': {'pos': _a(0, 0, 0), 'dir': _a(0, 0, -1), 'mode': 0},
+  'camera': {'pos': _a(0, 0, 0), 'fovy': 45.0, 'ipd': 0.068, 'mode': int(CamLight.FIXED)},
+  'light': {'pos': _a(0, 0, 0), 'dir': _a(0, 0, -1), 'mode': int(CamLight.FIXED)},
   'pair': {
     'condim': 3,
     'friction': _a(1, 1, 0.005, 0.0001, 0.0001),
@@ -118,9 +119,9 @@ BUILTIN: dict[str, dict] = {
     'armature': 0.0,
     'cranklength': 0.0,
     'actdim': -1,
-    'dyntype': 0,
-    'gaintype': 0,
-    'biastype': 0,
+    'dyntype': int(DynType.NONE),
+    'gaintype': int(GainType.FIXED),
+    'biastype': int(BiasType.NONE),
     'dynprm': _a(1, 0, 0, 0, 0, 0, 0, 0, 0, 0),
     'gainprm': _a(1, 0, 0, 0, 0, 0, 0, 0, 0, 0),
     'biasprm': _a(0, 0, 0, 0, 0, 0, 0, 0, 0, 0),

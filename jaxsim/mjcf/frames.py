@@ -6,7 +6,8 @@ import math
 
 import numpy as np
 
-EPS = 1e-14
+from jaxsim._src.enums import EPS
+
 ORIENTATIONS = ('quat', 'axisangle', 'xyaxes', 'zaxis', 'euler')
 
 

@@ -6,31 +6,31 @@ import math
 
 import numpy as np
 
+from jaxsim._src.enums import GeomType
 from jaxsim.mjcf import frames
-
-PLANE, HFIELD, SPHERE, CAPSULE, ELLIPSOID, CYLINDER, BOX, MESH, SDF = range(9)
+from jaxsim.mjcf.mesh import eig3
 
 
 def geom_volume(typ: int, size: np.ndarray, shell: bool) -> float:
   """Volume (or surface area, for shell inertia) of a primitive geom."""
   r = size[0]
-  if typ == SPHERE:
+  if typ == GeomType.SPHERE:
     return 4 * math.pi * r**2 if shell else 4 * math.pi * r**3 / 3
-  if typ == CAPSULE:
+  if typ == GeomType.CAPSULE:
     h = 2 * size[1]
     return (
       4 * math.pi * r * r + 2 * math.pi * r * h if shell else math.pi * (r * r * h + 4 * r**3 / 3)
     )
-  if typ == CYLINDER:
+  if typ == GeomType.CYLINDER:
     h = 2 * size[1]
     return 2 * math.pi * r * r + 2 * math.pi * r * h if shell else math.pi * r * r * h
-  if typ == ELLIPSOID:
+  if typ == GeomType.ELLIPSOID:
     a, b, c = size
     if not shell:
       return 4 * math.pi * a * b * c / 3
     p = 1.6075  # Thomsen's approximation of the ellipsoid surface area
     return 4 * math.pi * (((a * b) ** p + (b * c) ** p + (c * a) ** p) / 3) ** (1 / p)
-  if typ in (BOX, HFIELD):
+  if typ in (GeomType.BOX, GeomType.HFIELD):
     a, b, c = size
     return 8 * (a * b + b * c + c * a) if shell else 8 * a * b * c
   return 0.0
@@ -38,9 +38,9 @@ def geom_volume(typ: int, size: np.ndarray, shell: bool) -> float:
 
 def geom_inertia(typ: int, size: np.ndarray, mass: float, shell: bool) -> np.ndarray:
   """(3,) principal inertia of a primitive geom of the given mass, in the geom frame."""
-  if typ == SPHERE:
+  if typ == GeomType.SPHERE:
     return np.full(3, (2 / 3 if shell else 2 / 5) * mass * size[0] ** 2)
-  if typ == CAPSULE:
+  if typ == GeomType.CAPSULE:
     r, hh = size[0], size[1]
     h = 2 * hh
     if not shell:
@@ -57,7 +57,7 @@ def geom_inertia(typ: int, size: np.ndarray, mass: float, shell: bool) -> np.nda
     ixy = mc * (6 * r * r + h * h) / 12 + 2 * ms * r * r / 3 + ms * (hs_pos**2 - hs_com**2)
     iz = mc * r * r + 2 * ms * r * r / 3
     return np.array([ixy, ixy, iz])
-  if typ == CYLINDER:
+  if typ == GeomType.CYLINDER:
     r, hh = size[0], size[1]
     h = 2 * hh
     if not shell:
@@ -69,7 +69,7 @@ def geom_inertia(typ: int, size: np.ndarray, mass: float, shell: bool) -> np.nda
     ixy = mc * (6 * r * r + h * h) / 12 + 2 * (md * r * r / 4 + md * hh * hh)
     iz = mc * r * r + 2 * (md * r * r / 2)
     return np.array([ixy, ixy, iz])
-  if typ == ELLIPSOID:
+  if typ == GeomType.ELLIPSOID:
     s2 = size**2
     solid = np.array([s2[1] + s2[2], s2[0] + s2[2], s2[0] + s2[1]]) / 5
     if not shell:
@@ -83,7 +83,7 @@ def geom_inertia(typ: int, size: np.ndarray, mass: float, shell: bool) -> np.nda
     e2 = e**2
     outer = np.array([e2[1] + e2[2], e2[0] + e2[2], e2[0] + e2[1]]) / 5
     return vb * density * outer - va * density * solid
-  if typ in (BOX, HFIELD):
+  if typ in (GeomType.BOX, GeomType.HFIELD):
     s2 = size**2
     if not shell:
       return mass * np.array([s2[1] + s2[2], s2[0] + s2[2], s2[0] + s2[1]]) / 3
@@ -113,9 +113,7 @@ def box_inertia(box: np.ndarray, mass: float) -> np.ndarray:
 def principal_frame(tensor: np.ndarray, tol: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
   """Principal moments (3,) in decreasing order and the frame's quaternion (4,) exactly as
   mjuu_eig3 returns it (sign included: a free body aligned to it shows it in qpos0)."""
-  from jaxsim.mjcf.mesh import _eig3
-
-  w, q = _eig3([float(x) for x in np.asarray(tensor, dtype=float).reshape(9)], tol)
+  w, q = eig3([float(x) for x in np.asarray(tensor, dtype=float).reshape(9)], tol)
   return np.array(w), np.array(q, dtype=float)
 
 
@@ -125,7 +123,5 @@ def principal_axes(tensor: np.ndarray, tol: float = 0.0) -> tuple[np.ndarray, np
   Uses MuJoCo's Jacobi iteration (mjuu_eig3) so that the frame, not only the tensor, is MuJoCo's:
   the sign and order of the axes decide ximat.
   """
-  from jaxsim.mjcf.mesh import _eig3
-
-  w, q = _eig3([float(x) for x in np.asarray(tensor, dtype=float).reshape(9)], tol)
+  w, q = eig3([float(x) for x in np.asarray(tensor, dtype=float).reshape(9)], tol)
   return np.array(w), frames.quat_to_mat(np.array(q))

@@ -23,24 +23,10 @@ import re
 from collections.abc import Sequence
 
 import numpy as np
-from scipy.spatial import ConvexHull
 
-from jaxsim._src.enums import MINVAL
+from jaxsim._src.enums import EPS, MAXVAL, MINVAL, GeomType
 from jaxsim.errors import ModelError
 from jaxsim.mjcf import polygon as polylib
-
-# MuJoCo's numeric thresholds (mjtype.h mjMINVAL, user_util.h mjEPS).
-_EPS = 1e-14
-
-# Geom type codes (mjtGeom).
-GEOM_PLANE = 0
-GEOM_HFIELD = 1
-GEOM_SPHERE = 2
-GEOM_CAPSULE = 3
-GEOM_ELLIPSOID = 4
-GEOM_CYLINDER = 5
-GEOM_BOX = 6
-GEOM_MESH = 7
 
 INERTIA_MODES = ('convex', 'exact', 'legacy', 'shell')
 DEFAULT_INERTIA = 'legacy'  # mjs_defaultMesh: mjMESH_INERTIA_LEGACY (still so in 4.0.0)
@@ -558,10 +544,10 @@ def _normvec(vec: list[float]) -> list[float]:
   nrm = 0.0
   for x in vec:
     nrm += x * x
-  if nrm < _EPS:
+  if nrm < EPS:
     return list(vec)
   nrm = math.sqrt(nrm)
-  if abs(nrm - 1) > _EPS:
+  if abs(nrm - 1) > EPS:
     return [x / nrm for x in vec]
   return list(vec)
 
@@ -625,7 +611,7 @@ def _rot_vec_quat(vec: Sequence[float], q: Sequence[float]) -> list[float]:
   ]
 
 
-def _eig3(mat: Sequence[float], tol: float) -> tuple[list[float], list[float]]:
+def eig3(mat: Sequence[float], tol: float) -> tuple[list[float], list[float]]:
   """Eigenvalues (decreasing) and eigenvector quaternion by Jacobi rotations (mjuu_eig3).
 
   MuJoCo 4's version takes a relative tolerance: iteration stops once the largest off-diagonal
@@ -815,7 +801,7 @@ def compile_mesh(
   inert, size = _inertia(dvert, mass_faces, com, inertia)
   full = [inert[0], inert[3], inert[4], inert[3], inert[1], inert[5], inert[4], inert[5], inert[2]]
   # Principal axes only to float32 vertex accuracy (Process passes a relative 1e-7).
-  eigval, quat = _eig3(full, 1e-7)
+  eigval, quat = eig3(full, 1e-7)
   if eigval[2] <= 0:
     raise _err(f'eigenvalue of mesh inertia must be positive: {label}')
   atol, rtol = 1e-9, 1e-6
@@ -841,7 +827,10 @@ def compile_mesh(
     ],
     axis=1,
   )
-  aamm = np.concatenate([np.minimum(dvert.min(axis=0), 1e10), np.maximum(dvert.max(axis=0), -1e10)])
+  # mjCMesh starts its bounds at +-mjMAXVAL
+  aamm = np.concatenate(
+    [np.minimum(dvert.min(axis=0), MAXVAL), np.maximum(dvert.max(axis=0), -MAXVAL)]
+  )
   polynormal = polylib.polygon_normals(dvert, polygons)
 
   return MeshData(
@@ -950,6 +939,9 @@ def _make_hull(dvert: np.ndarray, maxhullvert: int, label: str):
   each facet. The faces match MuJoCo's in order and winding (scipy runs the same qhull facet
   walk with the same options).
   """
+  # scipy.spatial loads only when a hull is built: jaxsim.mjcf (and jaxsim) import without it
+  from scipy.spatial import ConvexHull
+
   nv = len(dvert)
   # Degenerate point sets: qhull would fail, MuJoCo reports them first.
   dist = np.sqrt(((dvert[1:] - dvert[0]) ** 2).sum(axis=1))
@@ -1048,15 +1040,15 @@ def _fit_size(mesh: MeshData, geom_type: int, fitaabb: bool, size: np.ndarray):
   if not fitaabb:
     # Equivalent-inertia box (volume- or shell-based, as the mesh's inertia mode).
     b = mesh.boxsz
-    if geom_type == GEOM_SPHERE:
+    if geom_type == GeomType.SPHERE:
       size[0] = (b[0] + b[1] + b[2]) / 3
-    elif geom_type == GEOM_CAPSULE:
+    elif geom_type == GeomType.CAPSULE:
       size[0] = (b[0] + b[1]) / 2
       size[1] = max(0.0, b[2] - size[0] / 2)
-    elif geom_type == GEOM_CYLINDER:
+    elif geom_type == GeomType.CYLINDER:
       size[0] = (b[0] + b[1]) / 2
       size[1] = b[2]
-    elif geom_type in (GEOM_ELLIPSOID, GEOM_BOX):
+    elif geom_type in (GeomType.ELLIPSOID, GeomType.BOX):
       size[:] = b
     else:
       raise _err(f'invalid geom type in fitting mesh {mesh.name}')
@@ -1064,15 +1056,15 @@ def _fit_size(mesh: MeshData, geom_type: int, fitaabb: bool, size: np.ndarray):
     a = mesh.aamm
     center = [(a[0] + a[3]) / 2, (a[1] + a[4]) / 2, (a[2] + a[5]) / 2]
     half = [a[3] - center[0], a[4] - center[1], a[5] - center[2]]
-    if geom_type == GEOM_SPHERE:
+    if geom_type == GeomType.SPHERE:
       size[0] = max(max(half[0], half[1]), half[2])
-    elif geom_type in (GEOM_CAPSULE, GEOM_CYLINDER):
+    elif geom_type in (GeomType.CAPSULE, GeomType.CYLINDER):
       size[0] = max(half[0], half[1])
       size[1] = half[2]
-      if geom_type == GEOM_CAPSULE:
+      if geom_type == GeomType.CAPSULE:
         # The caps add a radius to the length.
         size[1] -= size[0]
-    elif geom_type in (GEOM_ELLIPSOID, GEOM_BOX):
+    elif geom_type in (GeomType.ELLIPSOID, GeomType.BOX):
       size[:] = half
     else:
       raise _err(f'invalid fittype in mesh {mesh.name}')
@@ -1082,10 +1074,10 @@ def _fit_size(mesh: MeshData, geom_type: int, fitaabb: bool, size: np.ndarray):
 def _primitive_inertia(geom_type: int, size: np.ndarray) -> tuple[float, np.ndarray]:
   """Volume and unit-density inertia of a solid primitive (mjCGeom GetVolume / SetInertia)."""
   r = size[0]
-  if geom_type == GEOM_SPHERE:
+  if geom_type == GeomType.SPHERE:
     vol = 4 * math.pi * r * r * r / 3
     return vol, np.full(3, 2 * vol * r * r / 5)
-  if geom_type == GEOM_CAPSULE:
+  if geom_type == GeomType.CAPSULE:
     height = 2 * size[1]
     vol = math.pi * (r * r * height + 4 * r * r * r / 3)
     sphere_mass = vol * 4 * r / (4 * r + 3 * height)
@@ -1096,13 +1088,13 @@ def _primitive_inertia(geom_type: int, size: np.ndarray) -> tuple[float, np.ndar
     ixy += sphere_inertia + sphere_mass * height * (3 * r + 2 * height) / 8
     iz += sphere_inertia
     return vol, np.array([ixy, ixy, iz])
-  if geom_type == GEOM_CYLINDER:
+  if geom_type == GeomType.CYLINDER:
     height = 2 * size[1]
     vol = math.pi * r * r * height
     ixy = vol * (3 * r * r + height * height) / 12
     return vol, np.array([ixy, ixy, vol * r * r / 2])
   s00, s11, s22 = size[0] * size[0], size[1] * size[1], size[2] * size[2]
-  if geom_type == GEOM_ELLIPSOID:
+  if geom_type == GeomType.ELLIPSOID:
     vol = 4 * math.pi * size[0] * size[1] * size[2] / 3
     return vol, np.array([vol * (s11 + s22) / 5, vol * (s00 + s22) / 5, vol * (s00 + s11) / 5])
   vol = size[0] * size[1] * size[2] * 8
@@ -1138,7 +1130,7 @@ def mesh_geom(
   geom_type = int(geom_type)
   size_arr = np.array([float(s) for s in size], np.float64)
   center = [0.0, 0.0, 0.0]
-  keeps_mesh = geom_type == GEOM_MESH
+  keeps_mesh = geom_type == GeomType.MESH
   if not keeps_mesh:
     size_arr, center = _fit_size(mesh, geom_type, fitaabb, size_arr)
     size_arr = size_arr * float(fitscale)

@@ -19,9 +19,8 @@ import struct
 
 import numpy as np
 
-from jaxsim._src.enums import MINVAL
+from jaxsim._src.enums import EPS, MINVAL
 
-_EPS = 1e-14  # mjEPS (mjuu_makenormal)
 _ANGLE_TOL = 0.01  # kAngleTol
 _MASK = (1 << 64) - 1
 
@@ -267,7 +266,7 @@ def polygon_normals(dvert: np.ndarray, polygons: list[list[int]]) -> np.ndarray:
     for t in terms.tolist():
       n = [n[0] + t[0], n[1] + t[1], n[2] + t[2]]
     nrm = math.sqrt(n[2] * n[2] + (n[0] * n[0] + n[1] * n[1]))
-    out[i] = (1.0, 0.0, 0.0) if nrm < _EPS else (n[0] / nrm, n[1] / nrm, n[2] / nrm)
+    out[i] = (1.0, 0.0, 0.0) if nrm < EPS else (n[0] / nrm, n[1] / nrm, n[2] / nrm)
   return out
 
 

@@ -40,7 +40,9 @@ _TREE_KIND = {
   'site': 'site',
   'camera': 'camera',
 }
-_ACTUATOR_REFS = {
+# the attributes through which an actuator and an equality name other elements, and the
+# namespace of each (attach.py renames them too)
+ACTUATOR_REFS = {
   'joint': 'joint',
   'jointinparent': 'joint',
   'tendon': 'tendon',
@@ -50,7 +52,7 @@ _ACTUATOR_REFS = {
   'refsite': 'site',
   'slidersite': 'site',
 }
-_EQUALITY_REFS = {
+EQUALITY_REFS = {
   'body1': 'body',
   'body2': 'body',
   'site1': 'site',
@@ -226,9 +228,9 @@ def _refs(key: str, e: Element) -> list[Ref]:
           out.append((i, f, kind, c.attrs[f]))
     return out
   if key == 'equality':
-    return [(-1, f, kind, a[f]) for f, kind in _EQUALITY_REFS.items() if a.get(f)]
+    return [(-1, f, kind, a[f]) for f, kind in EQUALITY_REFS.items() if a.get(f)]
   if key == 'actuator':
-    return [(-1, f, kind, a[f]) for f, kind in _ACTUATOR_REFS.items() if a.get(f)]
+    return [(-1, f, kind, a[f]) for f, kind in ACTUATOR_REFS.items() if a.get(f)]
   obj = [(-1, f, kind, a[f]) for f, kind in _SENSOR_OBJ.items() if a.get(f)]
   if a.get('objname'):
     kind = a.get('objtype', '')

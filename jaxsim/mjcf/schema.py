@@ -7,16 +7,40 @@ overwrites the leading entries of the default, as MuJoCo does), `f*` any number.
 
 from __future__ import annotations
 
+import enum
 import math
 import re
 
 import numpy as np
 
+from jaxsim._src.enums import (
+  GEOM_SDF,
+  NIMP,
+  NREF,
+  BiasType,
+  CamLight,
+  ConeType,
+  DataType,
+  DisableBit,
+  DynType,
+  EnableBit,
+  GainType,
+  GeomType,
+  IntegratorType,
+  JointType,
+  ObjType,
+  SensorType,
+  SolverType,
+  Stage,
+)
 from jaxsim.mjcf.frames import ORIENTATIONS
 from jaxsim.mjcf.parse import Element
 
-NREF = 2
-NIMP = 5
+
+def _keywords(kind: type[enum.IntEnum], *keywords: str) -> dict[str, int]:
+  """The MJCF keywords of an mjt* enum, each its member's name in lower case, as plain ints."""
+  return {k: int(kind[k.upper()]) for k in keywords}
+
 
 ENUMS: dict[str, dict[str, int]] = {
   'bool': {'false': 0, 'true': 1},
@@ -26,26 +50,22 @@ ENUMS: dict[str, dict[str, int]] = {
   'angle': {'radian': 0, 'degree': 1},
   'coordinate': {'local': 0, 'global': 1},
   'enable': {'disable': 0, 'enable': 1},
-  'jointtype': {'free': 0, 'ball': 1, 'slide': 2, 'hinge': 3},
+  'jointtype': _keywords(JointType, 'free', 'ball', 'slide', 'hinge'),
   'geomtype': {
-    'plane': 0,
-    'hfield': 1,
-    'sphere': 2,
-    'capsule': 3,
-    'ellipsoid': 4,
-    'cylinder': 5,
-    'box': 6,
-    'mesh': 7,
-    'sdf': 8,
+    **_keywords(GeomType, 'plane', 'hfield', 'sphere', 'capsule', 'ellipsoid', 'cylinder'),
+    **_keywords(GeomType, 'box', 'mesh'),
+    'sdf': GEOM_SDF,
   },
-  'integrator': {'Euler': 0, 'RK4': 1, 'implicit': 2, 'implicitfast': 3, 'variational': 100},
-  'cone': {'pyramidal': 0, 'elliptic': 1},
+  'integrator': _keywords(
+    IntegratorType, 'Euler', 'RK4', 'implicit', 'implicitfast', 'variational'
+  ),
+  'cone': _keywords(ConeType, 'pyramidal', 'elliptic'),
   'jacobian': {'dense': 0, 'sparse': 1, 'auto': 2},
-  'solver': {'PGS': 0, 'CG': 1, 'Newton': 2},
-  'dyn': {'none': 0, 'integrator': 1, 'filter': 2, 'filterexact': 3, 'muscle': 4, 'user': 7},
-  'gain': {'fixed': 0, 'affine': 1, 'muscle': 2, 'user': 6},
-  'bias': {'none': 0, 'affine': 1, 'muscle': 2, 'user': 5},
-  'camlight': {'fixed': 0, 'track': 1, 'trackcom': 2, 'targetbody': 3, 'targetbodycom': 4},
+  'solver': _keywords(SolverType, 'PGS', 'CG', 'Newton'),
+  'dyn': _keywords(DynType, 'none', 'integrator', 'filter', 'filterexact', 'muscle', 'user'),
+  'gain': _keywords(GainType, 'fixed', 'affine', 'muscle', 'user'),
+  'bias': _keywords(BiasType, 'none', 'affine', 'muscle', 'user'),
+  'camlight': _keywords(CamLight, 'fixed', 'track', 'trackcom', 'targetbody', 'targetbodycom'),
   'projection': {'perspective': 0, 'orthographic': 1},
   'lighttype': {'spot': 0, 'directional': 1, 'point': 2, 'image': 3},
   'meshinertia': {'convex': 0, 'exact': 1, 'legacy': 2, 'shell': 3},
@@ -67,16 +87,9 @@ ENUMS: dict[str, dict[str, int]] = {
     'disc': 13,
   },
   'fluidshape': {'none': 0, 'ellipsoid': 1},
-  'frameobj': {
-    'body': 1,
-    'xbody': 2,
-    'joint': 3,
-    'geom': 5,
-    'site': 6,
-    'camera': 7,
-  },
-  'datatype': {'real': 0, 'positive': 1, 'axis': 2, 'quaternion': 3},
-  'stage': {'none': 0, 'pos': 1, 'vel': 2, 'acc': 3},
+  'frameobj': _keywords(ObjType, 'body', 'xbody', 'joint', 'geom', 'site', 'camera'),
+  'datatype': _keywords(DataType, 'real', 'positive', 'axis', 'quaternion'),
+  'stage': _keywords(Stage, 'none', 'pos', 'vel', 'acc'),
   'texture': {'2d': 0, 'cube': 1, 'skybox': 2},
   'builtin': {'none': 0, 'gradient': 1, 'checker': 2, 'flat': 3},
   'mark': {'none': 0, 'edge': 1, 'cross': 2, 'random': 3},
@@ -519,12 +532,11 @@ OPTION = {
   'sdf_initpoints': 'i',
   'actuatorgroupdisable': 'i*',
 }
-# Disable flags (bit set when 'disable') and enable flags (bit set when 'enable'), MuJoCo's bits.
-DISABLE_FLAGS = (
-  'constraint equality frictionloss limit contact spring damper gravity clampctrl warmstart '
-  'filterparent actuation refsafe sensor midphase eulerdamp autoreset nativeccd island multiccd'
-).split()
-ENABLE_FLAGS = 'override energy fwdinv invdiscrete sleep diagexact'.split()
+# Disable flags (bit set when 'disable') and enable flags (bit set when 'enable'), by bit: a flag's
+# index is its bit. The enable flags go on with MuJoCo 4's sleep and diagexact, which EnableBit
+# leaves out (the engine does not implement them).
+DISABLE_FLAGS = [bit.name.lower() for bit in DisableBit]
+ENABLE_FLAGS = [bit.name.lower() for bit in EnableBit] + ['sleep', 'diagexact']
 FLAG = {name: 'e:enable' for name in DISABLE_FLAGS + ENABLE_FLAGS}
 SIZE = {
   'memory': 's',
@@ -606,51 +618,51 @@ _SENSOR_BASE = {
 _FRAME_OBJ = {'objtype': 'e:frameobj', 'objname': 's'}
 _FRAME_REF = {'reftype': 'e:frameobj', 'refname': 's'}
 _PAIR_OBJ = {'geom1': 's', 'geom2': 's', 'body1': 's', 'body2': 's'}
-SENSOR_TYPES: dict[str, tuple[int, dict[str, str]]] = {
-  'touch': (0, {'site': 's'}),
-  'accelerometer': (1, {'site': 's'}),
-  'velocimeter': (2, {'site': 's'}),
-  'gyro': (3, {'site': 's'}),
-  'force': (4, {'site': 's'}),
-  'torque': (5, {'site': 's'}),
-  'magnetometer': (6, {'site': 's'}),
-  'rangefinder': (7, {'site': 's', 'camera': 's', 'data': 's'}),
-  'camprojection': (8, {'site': 's', 'camera': 's'}),
-  'jointpos': (9, {'joint': 's'}),
-  'jointvel': (10, {'joint': 's'}),
-  'tendonpos': (11, {'tendon': 's'}),
-  'tendonvel': (12, {'tendon': 's'}),
-  'actuatorpos': (13, {'actuator': 's'}),
-  'actuatorvel': (14, {'actuator': 's'}),
-  'actuatorfrc': (15, {'actuator': 's'}),
-  'jointactuatorfrc': (16, {'joint': 's'}),
-  'tendonactuatorfrc': (17, {'tendon': 's'}),
-  'ballquat': (18, {'joint': 's'}),
-  'ballangvel': (19, {'joint': 's'}),
-  'jointlimitpos': (20, {'joint': 's'}),
-  'jointlimitvel': (21, {'joint': 's'}),
-  'jointlimitfrc': (22, {'joint': 's'}),
-  'tendonlimitpos': (23, {'tendon': 's'}),
-  'tendonlimitvel': (24, {'tendon': 's'}),
-  'tendonlimitfrc': (25, {'tendon': 's'}),
-  'framepos': (26, {**_FRAME_OBJ, **_FRAME_REF}),
-  'framequat': (27, {**_FRAME_OBJ, **_FRAME_REF}),
-  'framexaxis': (28, {**_FRAME_OBJ, **_FRAME_REF}),
-  'frameyaxis': (29, {**_FRAME_OBJ, **_FRAME_REF}),
-  'framezaxis': (30, {**_FRAME_OBJ, **_FRAME_REF}),
-  'framelinvel': (31, {**_FRAME_OBJ, **_FRAME_REF}),
-  'frameangvel': (32, {**_FRAME_OBJ, **_FRAME_REF}),
-  'framelinacc': (33, _FRAME_OBJ),
-  'frameangacc': (34, _FRAME_OBJ),
-  'subtreecom': (35, {'body': 's'}),
-  'subtreelinvel': (36, {'body': 's'}),
-  'subtreeangmom': (37, {'body': 's'}),
-  'insidesite': (38, {'site': 's', **_FRAME_OBJ}),
-  'distance': (39, _PAIR_OBJ),
-  'normal': (40, _PAIR_OBJ),
-  'fromto': (41, _PAIR_OBJ),
+SENSOR_TYPES: dict[str, tuple[SensorType, dict[str, str]]] = {
+  'touch': (SensorType.TOUCH, {'site': 's'}),
+  'accelerometer': (SensorType.ACCELEROMETER, {'site': 's'}),
+  'velocimeter': (SensorType.VELOCIMETER, {'site': 's'}),
+  'gyro': (SensorType.GYRO, {'site': 's'}),
+  'force': (SensorType.FORCE, {'site': 's'}),
+  'torque': (SensorType.TORQUE, {'site': 's'}),
+  'magnetometer': (SensorType.MAGNETOMETER, {'site': 's'}),
+  'rangefinder': (SensorType.RANGEFINDER, {'site': 's', 'camera': 's', 'data': 's'}),
+  'camprojection': (SensorType.CAMPROJECTION, {'site': 's', 'camera': 's'}),
+  'jointpos': (SensorType.JOINTPOS, {'joint': 's'}),
+  'jointvel': (SensorType.JOINTVEL, {'joint': 's'}),
+  'tendonpos': (SensorType.TENDONPOS, {'tendon': 's'}),
+  'tendonvel': (SensorType.TENDONVEL, {'tendon': 's'}),
+  'actuatorpos': (SensorType.ACTUATORPOS, {'actuator': 's'}),
+  'actuatorvel': (SensorType.ACTUATORVEL, {'actuator': 's'}),
+  'actuatorfrc': (SensorType.ACTUATORFRC, {'actuator': 's'}),
+  'jointactuatorfrc': (SensorType.JOINTACTFRC, {'joint': 's'}),
+  'tendonactuatorfrc': (SensorType.TENDONACTFRC, {'tendon': 's'}),
+  'ballquat': (SensorType.BALLQUAT, {'joint': 's'}),
+  'ballangvel': (SensorType.BALLANGVEL, {'joint': 's'}),
+  'jointlimitpos': (SensorType.JOINTLIMITPOS, {'joint': 's'}),
+  'jointlimitvel': (SensorType.JOINTLIMITVEL, {'joint': 's'}),
+  'jointlimitfrc': (SensorType.JOINTLIMITFRC, {'joint': 's'}),
+  'tendonlimitpos': (SensorType.TENDONLIMITPOS, {'tendon': 's'}),
+  'tendonlimitvel': (SensorType.TENDONLIMITVEL, {'tendon': 's'}),
+  'tendonlimitfrc': (SensorType.TENDONLIMITFRC, {'tendon': 's'}),
+  'framepos': (SensorType.FRAMEPOS, {**_FRAME_OBJ, **_FRAME_REF}),
+  'framequat': (SensorType.FRAMEQUAT, {**_FRAME_OBJ, **_FRAME_REF}),
+  'framexaxis': (SensorType.FRAMEXAXIS, {**_FRAME_OBJ, **_FRAME_REF}),
+  'frameyaxis': (SensorType.FRAMEYAXIS, {**_FRAME_OBJ, **_FRAME_REF}),
+  'framezaxis': (SensorType.FRAMEZAXIS, {**_FRAME_OBJ, **_FRAME_REF}),
+  'framelinvel': (SensorType.FRAMELINVEL, {**_FRAME_OBJ, **_FRAME_REF}),
+  'frameangvel': (SensorType.FRAMEANGVEL, {**_FRAME_OBJ, **_FRAME_REF}),
+  'framelinacc': (SensorType.FRAMELINACC, _FRAME_OBJ),
+  'frameangacc': (SensorType.FRAMEANGACC, _FRAME_OBJ),
+  'subtreecom': (SensorType.SUBTREECOM, {'body': 's'}),
+  'subtreelinvel': (SensorType.SUBTREELINVEL, {'body': 's'}),
+  'subtreeangmom': (SensorType.SUBTREEANGMOM, {'body': 's'}),
+  'insidesite': (SensorType.INSIDESITE, {'site': 's', **_FRAME_OBJ}),
+  'distance': (SensorType.GEOMDIST, _PAIR_OBJ),
+  'normal': (SensorType.GEOMNORMAL, _PAIR_OBJ),
+  'fromto': (SensorType.GEOMFROMTO, _PAIR_OBJ),
   'contact': (
-    42,
+    SensorType.CONTACT,
     {
       **_PAIR_OBJ,
       'subtree1': 's',
@@ -661,15 +673,15 @@ SENSOR_TYPES: dict[str, tuple[int, dict[str, str]]] = {
       'reduce': 's',
     },
   ),
-  'e_potential': (43, {}),
-  'e_kinetic': (44, {}),
-  'clock': (45, {}),
+  'e_potential': (SensorType.E_POTENTIAL, {}),
+  'e_kinetic': (SensorType.E_KINETIC, {}),
+  'clock': (SensorType.CLOCK, {}),
   'plugin': (
-    47,
+    SensorType.PLUGIN,
     {'plugin': 's', 'instance': 's', 'objtype': 's', 'objname': 's', **_FRAME_REF},
   ),
   'user': (
-    48,
+    SensorType.USER,
     {
       'objtype': 's',
       'objname': 's',

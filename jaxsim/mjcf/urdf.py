@@ -17,7 +17,7 @@ import os
 
 import numpy as np
 
-from jaxsim.mjcf import frames
+from jaxsim.mjcf import frames, inertia
 from jaxsim.mjcf.parse import Element
 
 _JOINTS = ('revolute', 'continuous', 'prismatic', 'fixed', 'floating', 'planar', 'spherical')
@@ -172,8 +172,6 @@ class _Converter:
     full = np.array(
       [float(_num(it, k, 1, required=True)[0]) for k in ('ixx', 'iyy', 'izz', 'ixy', 'ixz', 'iyz')]
     )
-    from jaxsim.mjcf import inertia
-
     tensor = np.array(
       [[full[0], full[3], full[4]], [full[3], full[1], full[5]], [full[4], full[5], full[2]]]
     )

@@ -1,18 +1,20 @@
-"""Compiler passes that remove elements after the bodies are compiled: fusestatic, discardvisual.
+"""<compiler fusestatic> and <compiler discardvisual>: compiler passes that remove elements after
+the bodies are compiled (mjCModel::FuseStatic and the discard step of mjCModel::IndexAssets in
+user_model.cc).
 
-Both run on the compiler's body dicts once masses, inertias and local frames are known, as
-MuJoCo's mjCModel::FuseStatic and the discard step of mjCModel::IndexAssets do, and then
-renumber bodies, geoms, sites, cameras, lights and meshes and re-register their names.
+Both run on the state's body dicts once masses, inertias and local frames are known (after
+bodies.compile_bodies, before bodies.build_body_arrays), reading the model tree for the names
+other elements refer to; they rewrite the state's bodies, joints, geoms, sites, cameras, lights
+(and, discarding, meshes and mesh assets), renumber them and re-register their names.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
-from jaxsim._src.enums import MINVAL
+from jaxsim._src.enums import MINVAL, GeomType
 from jaxsim.mjcf import frames, inertia
+from jaxsim.mjcf.compile.state import CompileState
 from jaxsim.mjcf.parse import Element
 
 # attributes through which other elements name a body or a geom; a named body or geom that is
@@ -23,6 +25,7 @@ _MESH_REFS = ('objname', 'refname', 'mesh')
 
 
 def _walk(e: Element):
+  """An element and all its descendants, depth first."""
   yield e
   for c in e.children:
     yield from _walk(c)
@@ -72,7 +75,7 @@ def _move(obj: dict, body: dict, orient: bool = True) -> None:
     obj['quat_c'] = q
 
 
-def fuse_static(c: Any) -> None:
+def fuse_static(c: CompileState) -> None:
   """Merges bodies without joints into their parents (mjCModel::FuseStatic)."""
   refs = _referenced(c.root, _BODY_REFS, None)
   ft_sites = set()
@@ -111,7 +114,7 @@ def fuse_static(c: Any) -> None:
     _renumber(c)
 
 
-def _renumber(c: Any) -> None:
+def _renumber(c: CompileState) -> None:
   """Depth-first body ids and per-body element lists, as after mjCModel::FuseReindex."""
   order = [c.bodies[0]]
 
@@ -146,7 +149,10 @@ def _renumber(c: Any) -> None:
   _reregister(c, 'body', order[1:], first=('world', 0))
 
 
-def _reregister(c: Any, ns: str, items: list[dict], first: tuple[str, int] | None = None) -> None:
+def _reregister(
+  c: CompileState, ns: str, items: list[dict], first: tuple[str, int] | None = None
+) -> None:
+  """Rebuilds a namespace from renumbered items (`first`: a name at index 0, the world)."""
   c.names[ns] = {}
   c.name_lists[ns] = []
   if first is not None:
@@ -159,7 +165,7 @@ def _reregister(c: Any, ns: str, items: list[dict], first: tuple[str, int] | Non
       c.names[ns][name] = len(c.name_lists[ns]) - 1
 
 
-def discard_visual(c: Any) -> None:
+def discard_visual(c: CompileState) -> None:
   """Drops geoms that cannot collide and are not referenced, and their meshes (IndexAssets)."""
   sections = ('contact', 'tendon', 'sensor', 'custom')
   refs = _referenced(c.root, _GEOM_REFS, sections)
@@ -179,7 +185,7 @@ def discard_visual(c: Any) -> None:
   new_id = np.cumsum(keep) - 1
   for b in c.bodies:
     for g in b['geoms']:
-      if g['type'] == 7 and 'dataid' in g:
+      if g['type'] == GeomType.MESH and 'dataid' in g:
         g['dataid'] = int(new_id[g['dataid']])
   c.meshes = [m for m, k in zip(c.meshes, keep) if k]
   c.assets['mesh'] = [a for a, k in zip(c.assets['mesh'], keep) if k]
