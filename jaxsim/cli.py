@@ -102,6 +102,8 @@ def simulate(model: jaxsim.Model, args: argparse.Namespace) -> int:
   )
   qpos = traj['qpos'][:, -1]
   print(f'final time {float(traj["time"][0, -1]):.4f} s; finite: {finite}')
+  warnings = jaxsim.describe_warnings(data.warning)
+  print('warnings: ' + ('none' if not warnings else '\n  ' + '\n  '.join(warnings)))
   print(f'final qpos (world 0): {np.array2string(qpos[0], precision=4, max_line_width=100)}')
   if args.out:
     np.savez_compressed(args.out, **traj)

@@ -184,3 +184,24 @@ def test_warning_layout():
   )
   for name in ('BADQPOS', 'BADQVEL', 'BADQACC', 'BADCTRL', 'CONTACTFULL', 'CNSTRFULL'):
     assert getattr(WarningType, name) == int(getattr(mujoco.mjtWarning, f'mjWARN_{name}'))
+
+
+def test_describe_warnings_names_what_mujoco_counted():
+  """describe_warnings reads the counters mj_step leaves: one line per warning MuJoCo raised,
+  with its count and, for a batch, how many worlds saw it; nothing when none was raised."""
+  m = jaxsim.load_string(XML)
+  mj = mujoco.MjModel.from_xml_string(XML)
+  md = mujoco.MjData(mj)
+  md.qvel[:] = np.nan
+  mujoco.mj_step(mj, md)
+  d = jaxsim.make_data(m)
+  d = jax.jit(jaxsim.step)(m, d.replace(qvel=jnp.full(m.nv, jnp.nan)))
+  np.testing.assert_array_equal(np.asarray(d.warning), md.warning.number)
+  lines = jaxsim.describe_warnings(d)
+  assert [line.split(':')[0] for line in lines] == ['mjWARN_BADQVEL']
+  assert 'reset' in lines[0]
+  assert jaxsim.describe_warnings(jaxsim.make_data(m)) == []
+  batch = np.zeros((3, len(WarningType)), np.int32)
+  batch[1, WarningType.CONTACTFULL] = 5
+  (line,) = jaxsim.describe_warnings(batch)
+  assert line.startswith('mjWARN_CONTACTFULL: 5 time(s) in 1 of 3 worlds')

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from jaxsim._src import actuation
 from jaxsim._src.enums import MAXVAL, DisableBit, WarningType
@@ -106,3 +107,40 @@ def check_ctrl(m: Model, d: Data) -> Data:
   if not m.opt.disableflags & DisableBit.CLAMPCTRL:
     ctrl = actuation.clamp(ctrl, m.actuator_ctrllimited, m.actuator_ctrlrange)
   return d.replace(warning=_warn(d, WarningType.BADCTRL, jnp.any(is_bad(ctrl))))
+
+
+# what each counter means to a user, and what to do about it
+WARNING_TEXT = {
+  WarningType.INERTIA: 'the mass matrix was too close to singular',
+  WarningType.CONTACTFULL: (
+    'the contact budget overflowed, so contacts were dropped (the nearest were kept); raise it '
+    'with jaxsim.with_ncon_max or <size nconmax>'
+  ),
+  WarningType.CNSTRFULL: 'the constraint row budget overflowed, so rows were dropped',
+  WarningType.BADQPOS: 'qpos was NaN or beyond 1e10, so the world was reset',
+  WarningType.BADQVEL: 'qvel was NaN or beyond 1e10, so the world was reset',
+  WarningType.BADQACC: 'qacc was NaN or beyond 1e10, so the world was reset',
+  WarningType.BADCTRL: 'a control was NaN or beyond 1e10, so the controls were zeroed',
+}
+
+
+def describe_warnings(warning) -> list[str]:
+  """Readable messages for Data.warning counters (mjtWarning order), empty when none is set.
+
+  Arguments:
+    warning: a Data, or its `warning` array: (NWARNING,) for one world or (..., NWARNING) for a
+      batch (the counts are then summed and the worlds that saw each warning counted).
+  Returns:
+    one line per warning that occurred: its MuJoCo name, how often, and what it means.
+  """
+  w = np.asarray(warning.warning if isinstance(warning, Data) else warning)
+  if w.shape[-1:] != (len(WarningType),):
+    raise ValueError(f'expected warning counters of shape (..., {len(WarningType)}), got {w.shape}')
+  worlds = w.reshape(-1, w.shape[-1])
+  out = []
+  for kind in WarningType:
+    total, hit = int(worlds[:, kind].sum()), int(np.count_nonzero(worlds[:, kind]))
+    if total:
+      where = f' in {hit} of {len(worlds)} worlds' if len(worlds) > 1 else ''
+      out.append(f'mjWARN_{kind.name}: {total} time(s){where}: {WARNING_TEXT[kind]}')
+  return out
