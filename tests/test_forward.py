@@ -6,6 +6,9 @@ One jit of forward per model; every smooth quantity of the pipeline is compared 
 
 from __future__ import annotations
 
+import os
+import warnings
+
 import jax
 import mujoco
 import numpy as np
@@ -13,7 +16,7 @@ import pytest
 
 import jaxsim
 from tests import oracle
-from tests.models import all_models, model_id
+from tests.models import MODELS, all_models, model_id
 
 ENERGY = int(mujoco.mjtEnableBit.mjENBL_ENERGY)
 
@@ -91,3 +94,16 @@ def test_missing_colliders_are_named_not_ignored():
   with pytest.raises(NotImplementedError, match='plane-hfield'):
     jaxsim.forward(m, jaxsim.make_data(m))
   assert 'collisions of plane with hfield geoms' in cli.info(m, 'forced.xml')
+
+
+def test_eager_call_hints_at_jit():
+  """An eager forward or step (op by op, seconds) says to jit it; a jitted one says nothing."""
+  m = jaxsim.load(os.path.join(MODELS, 'pendulum.xml'))
+  d = jaxsim.make_data(m)
+  for fn in (jaxsim.forward, jaxsim.step):
+    with pytest.warns(UserWarning, match='jax.jit'):
+      fn(m, d)
+  with warnings.catch_warnings():
+    warnings.simplefilter('error')
+    jax.jit(jaxsim.forward)(m, d)
+    jax.jit(jaxsim.step)(m, d)

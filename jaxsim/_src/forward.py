@@ -5,15 +5,31 @@ This is the only module that knows the order of the stages (mj_forward, mj_step)
 
 from __future__ import annotations
 
+import warnings
+
+import jax
+
 from jaxsim._src import check, integrate, inverse, stages, variational
 from jaxsim._src.enums import EnableBit, IntegratorType
 from jaxsim._src.types import Data, Model, check_inputs
+
+
+def hint_jit(name: str, d: Data) -> None:
+  """Warns (once per call site) when a pipeline function runs eagerly, op by op: a first eager
+  call takes seconds where the jitted one takes milliseconds after its compile."""
+  if not isinstance(d.qpos, jax.core.Tracer):
+    warnings.warn(
+      f'jaxsim.{name} is running eagerly (op by op), which is slow; wrap it in jax.jit, e.g. '
+      f'jax.jit(jaxsim.{name})(model, data)',
+      stacklevel=3,
+    )
 
 
 def forward(m: Model, d: Data) -> Data:
   """Every derived quantity and qacc from the state; the state is unchanged (mj_forward)."""
   stages.check_supported(m)
   check_inputs(m, d)
+  hint_jit('forward', d)
   return stages.forward_all(m, d)
 
 
@@ -25,6 +41,7 @@ def step(m: Model, d: Data) -> Data:
   """
   stages.check_supported(m)
   check_inputs(m, d)
+  hint_jit('step', d)
   d = check.check_pos(m, d)
   d = check.check_vel(m, d)
   integrator = m.opt.integrator
