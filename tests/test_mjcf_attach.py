@@ -241,3 +241,27 @@ def test_attach_conflicts_are_refused_where_mujoco_refuses(files, policy, parent
   with pytest.raises(jaxsim.ModelError, match='Attach conflict') as err:
     jaxsim.load(str(path))
   assert (err.value.element, err.value.attribute) == ('attach', 'model')
+
+
+def test_attached_textures_read_their_own_model_classes(files):
+  """An attached model's textures take their default classes from that model (MuJoCo 4's texture
+  classes), whatever the parent's classes of the same names say."""
+  (files / 'textured.xml').write_text(
+    """<mujoco><default><texture builtin="checker" width="8" height="8"/>
+    <default class="t"><texture type="2d" rgb1="1 0 0"/></default></default>
+    <asset><texture name="a" class="t"/><texture name="b" type="skybox"/>
+    <material name="m" texture="a"/></asset>
+    <worldbody><body name="b"><geom size=".1" material="m"/></body></worldbody></mujoco>"""
+  )
+  path = files / 'p_textured.xml'
+  path.write_text(
+    """<mujoco><default><texture builtin="none"/><default class="t"><texture type="cube"/>
+    </default></default><asset><model name="c" file="textured.xml"/></asset>
+    <worldbody><body name="x"><geom size=".1"/><attach model="c" body="b" prefix="c-"/></body>
+    </worldbody></mujoco>"""
+  )
+  mj = mujoco.MjModel.from_xml_path(str(path))
+  m = jaxsim.load(str(path))
+  names = [mujoco.mj_id2name(mj, mujoco.mjtObj.mjOBJ_TEXTURE, i) for i in range(mj.ntex)]
+  assert list(m.names['texture']) == names == ['c-a', 'c-b']
+  _compare_fields(m, mj)

@@ -380,7 +380,7 @@ class _Expansion:
         for r in _ASSET_REFS.get(e.tag, ()):
           if attrs.get(r):
             attrs[r] = prefix + attrs[r]
-        if e.tag in ('mesh', 'material'):
+        if e.tag in ('mesh', 'material', 'texture'):
           attrs['class'] = prefix + attrs.get('class', 'main')
         self.assets.append(Element(e.tag, attrs, e.children, e.file, e.line))
 

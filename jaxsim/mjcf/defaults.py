@@ -130,6 +130,8 @@ BUILTIN: dict[str, dict] = {
   },
   'mesh': {'scale': _a(1, 1, 1), 'maxhullvert': -1, 'inertia': 2},
   'material': {},
+  # mjs_defaultTexture's values of the attributes the compiler reads
+  'texture': {'type': 1, 'builtin': 0, 'gridsize': np.array([1, 1]), 'embed': 2},
 }
 
 

@@ -288,16 +288,33 @@ def expand_includes(
   return dataclasses.replace(root, children=out)
 
 
-def read_file_or_asset(assets: Mapping[str, bytes] | None) -> Callable[[str], bytes]:
-  """A reader that looks in `assets` (by full path, then by base name) before the filesystem."""
+class AssetFiles:
+  """Reads asset files: from `assets` (by full path, then by base name) before the filesystem.
 
-  def read(path: str) -> bytes:
-    if assets:
-      for key in (path, os.path.normpath(path), os.path.basename(path)):
-        if key in assets:
-          value = assets[key]
-          return value.encode() if isinstance(value, str) else bytes(value)
+  The assets play MuJoCo's virtual file system (mujoco.MjModel.from_xml_string's assets)."""
+
+  def __init__(self, assets: Mapping[str, bytes] | None):
+    self.assets = assets or {}
+
+  def _key(self, path: str) -> str | None:
+    for key in (path, os.path.normpath(path), os.path.basename(path)):
+      if key in self.assets:
+        return key
+    return None
+
+  def in_memory(self, path: str) -> bool:
+    """Whether `path` is served from the assets (MuJoCo: from memory by the VFS)."""
+    return self._key(path) is not None
+
+  def __call__(self, path: str) -> bytes:
+    key = self._key(path)
+    if key is not None:
+      value = self.assets[key]
+      return value.encode() if isinstance(value, str) else bytes(value)
     with open(path, 'rb') as f:
       return f.read()
 
-  return read
+
+def read_file_or_asset(assets: Mapping[str, bytes] | None) -> AssetFiles:
+  """A reader that looks in `assets` (by full path, then by base name) before the filesystem."""
+  return AssetFiles(assets)

@@ -94,6 +94,11 @@ ENUMS: dict[str, dict[str, int]] = {
   'builtin': {'none': 0, 'gradient': 1, 'checker': 2, 'flat': 3},
   'mark': {'none': 0, 'edge': 1, 'cross': 2, 'random': 3},
   'colorspace': {'auto': 0, 'linear': 1, 'sRGB': 2},
+  # a texture's pixels in the model, or left by reference to its file (MuJoCo 4)
+  'embed': {'false': 0, 'true': 1, 'auto': 2},
+  'passthrough': {'none': 0, 'textures': 1},
+  # a body's fuse: whether compiler fusestatic may merge it into its parent (MuJoCo 4)
+  'fuse': {'false': 0, 'auto': 1},
   'interp': {'zoh': 0, 'linear': 1, 'cubic': 2},
   'lrmode': {'none': 0, 'muscle': 1, 'muscleuser': 2, 'all': 3},
   'texrole': {
@@ -408,6 +413,7 @@ HFIELD = {
 }
 TEXTURE = {
   'name': 's',
+  'class': 's',
   'type': 'e:texture',
   'colorspace': 'e:colorspace',
   'content_type': 's',
@@ -431,7 +437,13 @@ TEXTURE = {
   'hflip': 'b',
   'vflip': 'b',
   'nchannel': 'i',
+  'embed': 'e:embed',
 }
+# a cube or skybox texture's six face files
+TEXTURE_CUBE_FILES = ('fileright', 'fileleft', 'fileup', 'filedown', 'filefront', 'fileback')
+# what <default><texture> sets: all of a texture's attributes but its name, class and files
+_NOT_TEXTURE_DEFAULT = ('name', 'class', 'content_type', 'file', *TEXTURE_CUBE_FILES)
+TEXTURE_DEFAULT = {k: v for k, v in TEXTURE.items() if k not in _NOT_TEXTURE_DEFAULT}
 SKIN = {
   'name': 's',
   'file': 's',
@@ -450,6 +462,7 @@ BODY = {
   **_ORIENT,
   'mocap': 'b',
   'gravcomp': 'f',
+  'fuse': 'e:fuse',
   'sleep': 's',
   'simple': 's',
   'user': 'f*',
@@ -490,6 +503,10 @@ COMPILER = {
   'assetdir': 's',
   'alignfree': 'b',
   'conflict': 's',
+  'passthrough': 'e:passthrough',
+  # how the model is saved as MJCF (mj_saveXML): no effect on the compiled model
+  'savecompiled': 'b',
+  'savecanonical': 'b',
 }
 LENGTHRANGE = {
   'mode': 'e:lrmode',
@@ -707,6 +724,7 @@ UNSUPPORTED_ELEMENTS = {
 DEFAULT_CHILDREN = {
   'mesh': MESH,
   'material': MATERIAL,
+  'texture': TEXTURE_DEFAULT,
   'joint': JOINT,
   'geom': GEOM,
   'site': SITE,

@@ -21,8 +21,6 @@ tree, out's sizes): the order below is the one mjCModel::Compile follows.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from jaxsim.mjcf.attach import expand as expand_attachments
 from jaxsim.mjcf.compile import (
   actuators,
@@ -39,15 +37,13 @@ from jaxsim.mjcf.compile import (
   tree,
 )
 from jaxsim.mjcf.compile.state import Compiled, CompileState
-from jaxsim.mjcf.parse import Element
+from jaxsim.mjcf.parse import AssetFiles, Element
 from jaxsim.mjcf.replicate import expand as expand_replicates
 
 __all__ = ['Compiled', 'compile_tree']
 
 
-def compile_tree(
-  root: Element, directory: str, read: Callable[[str], bytes], model_file: str
-) -> Compiled:
+def compile_tree(root: Element, directory: str, read: AssetFiles, model_file: str) -> Compiled:
   """Compiles a parsed, include-expanded MJCF tree into MuJoCo-named arrays."""
   # attach compiles each attached model on its own (for its keyframes): it is handed this
   # function rather than importing it

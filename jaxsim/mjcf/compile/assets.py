@@ -24,9 +24,6 @@ from jaxsim.mjcf.compile import util
 from jaxsim.mjcf.compile.state import CompileState
 from jaxsim.mjcf.parse import Element
 
-# a cube or skybox texture's six face files
-_CUBE_FILES = ('fileright', 'fileleft', 'fileup', 'filedown', 'filefront', 'fileback')
-
 
 def read_assets(s: CompileState, e: Element):
   """One <asset>: each asset read (with its default class), materials and textures named."""
@@ -48,7 +45,13 @@ def read_assets(s: CompileState, e: Element):
       s.assets['material'].append((child, attrs))
     elif child.tag == 'texture':
       util.only(child, set())
-      s.assets['texture'].append((child, schema.read_attrs(child, schema.TEXTURE)))
+      cls = s.cls_of(child, 'main')
+      attrs = s.read_element(child, schema.TEXTURE, 'texture', cls)
+      # mjXReader checks a gridlayout given here against the gridsize, its class's included
+      layout = child.attrs.get('gridlayout')
+      if layout is not None and len(layout) != int(np.prod(attrs['gridsize'])):
+        raise child.error('gridlayout length must match gridsize', attribute='gridlayout')
+      s.assets['texture'].append((child, attrs))
     elif child.tag == 'skin':
       util.only(child, {'bone'})
       s.assets['skin'].append((child, schema.read_attrs(child, schema.SKIN)))
@@ -199,23 +202,26 @@ def check_texture_files(s: CompileState):
   """Opens the image files of textures that are not builtin, as mjCTexture::Compile does.
 
   jaxsim does not render, but a texture file MuJoCo cannot open or decode fails its compile.
-  Only the PNG signature is checked, not the image.
+  Only the PNG signature is checked, not the image. A texture left by reference to its file
+  (MuJoCo 4's texture embed="false", or compiler passthrough="textures") is not opened.
   """
   for elem, attrs in s.assets['texture']:
-    if attrs.get('builtin', 0):
+    if _by_reference(s, elem, attrs):
+      continue
+    if attrs['builtin']:
       # a builtin texture ignores its files, but is drawn at its size (mjCTexture::Builtin*):
       # a 2D one needs a height too, a cube or skybox (the default type) only a width
-      keys = ('width', 'height') if attrs.get('type', 1) == 0 else ('width',)
+      keys = ('width', 'height') if attrs['type'] == 0 else ('width',)
       for key in keys:
         if not attrs.get(key, 0) > 0:
           raise elem.error(f'invalid {key} of builtin texture', attribute=key)
       continue
     if not attrs.get('file'):
-      if attrs.get('type', 1) == 0:
+      if attrs['type'] == 0:
         raise elem.error('a 2D texture needs a file (or a builtin)', attribute='file')
-      if not any(attrs.get(k) for k in _CUBE_FILES):
+      if not any(attrs.get(k) for k in schema.TEXTURE_CUBE_FILES):
         raise elem.error('a cube or skybox texture needs a file, cube files or a builtin')
-    for key in ('file',) + _CUBE_FILES:
+    for key in ('file',) + schema.TEXTURE_CUBE_FILES:
       if not attrs.get(key):
         continue
       path = _asset_path(s, 'texturedir', attrs[key])
@@ -230,6 +236,32 @@ def check_texture_files(s: CompileState):
         raise elem.error(f'unsupported content type {kind!r} of {path!r}', attribute=key)
       if kind == 'image/png' and data[:8] != b'\x89PNG\r\n\x1a\n':
         raise elem.error(f'{path!r} is not a PNG file', attribute=key)
+
+
+def _by_reference(s: CompileState, elem: Element, attrs: dict) -> bool:
+  """Whether a texture is left by reference to its file, unread (MuJoCo 4): asked for by its
+  embed="false", or by embed="auto" under compiler passthrough="textures"; only a single-file
+  texture can be, unflipped, not a grid, nor builtin, its file not in the assets (MuJoCo's VFS).
+  embed="false" on one that cannot be is an error."""
+  embed = attrs['embed']
+  if embed == 1 or (embed == 2 and not s.comp['passthrough']):
+    return False
+  why = None
+  if attrs['builtin']:
+    why = 'it is builtin'
+  elif not attrs.get('file'):
+    why = 'it is given as cube files'
+  elif attrs.get('hflip') or attrs.get('vflip'):
+    why = 'it is flipped'
+  elif int(np.prod(attrs['gridsize'])) != 1:
+    why = 'it is a grid'
+  elif s.read.in_memory(_asset_path(s, 'texturedir', attrs['file'])):
+    why = 'its file is served from memory (the assets)'
+  if why is None:
+    return True
+  if embed == 0:
+    raise elem.error(f'texture cannot be by reference: {why}', attribute='embed')
+  return False
 
 
 def _asset_path(s: CompileState, directory_key: str, filename: str) -> str:

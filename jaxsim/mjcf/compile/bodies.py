@@ -214,6 +214,7 @@ def compile_bodies(s: CompileState):
     for lt in b.get('lights', []):
       lt['quat'] = lt.get('quat', np.array([1.0, 0, 0, 0]))
       _compile_frame_only(s, lt, orient=False)
+      _compile_light_dir(lt)
     _align_children(b)
   s.nq, s.nv = nq, nv
   # settotalmass
@@ -388,6 +389,17 @@ def _compile_site(s: CompileState, site: dict):
   if site['frame'] is not None:
     pos, quat = frames.frame_accum(*site['frame'], pos, quat)
   site['pos_c'], site['quat_c'], site['size_c'] = pos, quat, size
+
+
+def _compile_light_dir(lt: dict):
+  """A light's direction (mjCLight::Compile): turned by its enclosing frames and normalised; a
+  zero direction is refused."""
+  d = np.asarray(lt['dir'], dtype=np.float64)
+  if lt['frame'] is not None:
+    d = frames.quat_rotate(lt['frame'][1], d)
+  if sum(float(x) * float(x) for x in d) < EPS:
+    raise lt['elem'].error('zero direction in light', attribute='dir')
+  lt['dir'] = frames.normvec(d)
 
 
 def _compile_frame_only(s: CompileState, obj: dict, orient=True):

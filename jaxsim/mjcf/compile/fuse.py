@@ -92,7 +92,7 @@ def fuse_static(c: CompileState) -> None:
     ):
       i += 1
       continue
-    if body['joints'] or body['mocap']:
+    if body['joints'] or body['mocap'] or not body['fuse']:
       i += 1
       continue
     par = body['parent_ref']

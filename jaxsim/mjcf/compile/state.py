@@ -18,7 +18,7 @@ import numpy as np
 from jaxsim.mjcf import schema
 from jaxsim.mjcf.defaults import Defaults
 from jaxsim.mjcf.mesh import MeshData
-from jaxsim.mjcf.parse import Element
+from jaxsim.mjcf.parse import AssetFiles, Element
 
 # mj_defaultLROpt: the <compiler><lengthrange> settings
 LENGTHRANGE_DEFAULTS = {
@@ -64,6 +64,7 @@ def default_compiler() -> dict[str, Any]:
     'discardvisual': False,
     'fusestatic': False,
     'strippath': False,
+    'passthrough': 0,
   }
 
 
@@ -119,7 +120,7 @@ class CompileState:
   # ---- inputs
   root: Element  # the model tree, attachments and replicates expanded (fuse reads references)
   directory: str  # where relative asset files resolve, after meshdir/texturedir
-  read: Callable[[str], bytes]  # reads an asset file (from the assets dict or the disk)
+  read: AssetFiles  # reads an asset file (from the assets dict or the disk)
   model_file: str  # the model's file, named by the world body's element in errors
 
   # ---- global settings (options.py)

@@ -61,6 +61,7 @@ def read_worldbody(s: CompileState, root: Element) -> None:
     'elem': worlds[0] if worlds else root,
     'mocap': False,
     'gravcomp': 0.0,
+    'fuse': 1,
     'joints': [],
     'geoms': [],
     'sites': [],
@@ -236,6 +237,8 @@ def _read_body(
     'quat': q,
     'mocap': attrs.get('mocap', False),
     'gravcomp': attrs.get('gravcomp', 0.0),
+    # fuse="false" keeps the body when static bodies are fused (MuJoCo 4)
+    'fuse': attrs.get('fuse', 1),
     'joints': [],
     'geoms': [],
     'sites': [],
