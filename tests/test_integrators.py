@@ -147,7 +147,7 @@ def test_implicitfast_free_bodies_with_a_traced_model():
   from jaxsim._src import integrate
 
   m, mj = jaxsim.load_string(FREE), mujoco.MjModel.from_xml_string(FREE)
-  assert integrate._free_bodies(m).tolist() == [0, 6, 12]
+  assert integrate.free_bodies(m).tolist() == [0, 6, 12]
   md = mujoco.MjData(mj)
   md.qvel[:] = np.tile([0.3, -0.2, 0.1, 7.0, 0.5, -3.0], 3)
   d = jaxsim.make_data(m).replace(qvel=jnp.asarray(md.qvel))

@@ -392,7 +392,7 @@ def test_discrete(integrator):
   mj = mujoco.MjModel.from_xml_string(xml)
   mj.opt.enableflags |= INVDISCRETE
   m = jaxsim.load_string(xml)
-  assert integrate._free_bodies(m).size == 1
+  assert integrate.free_bodies(m).size == 1
   m_inv = m.replace(opt=m.opt.replace(enableflags=m.opt.enableflags | INVDISCRETE))
   h = float(m.opt.timestep)
 

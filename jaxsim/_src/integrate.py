@@ -62,7 +62,7 @@ def advance(
   return d.replace(act=act, qvel=new_qvel, qpos=qpos, time=d.time + h, qacc_warmstart=d.qacc)
 
 
-def _poly_force_deriv(linear: jax.Array, poly: jax.Array, x: jax.Array) -> jax.Array:
+def poly_force_deriv(linear: jax.Array, poly: jax.Array, x: jax.Array) -> jax.Array:
   """d(x * polyforce(x))/dx for an odd polynomial in |x| (mjd_xPolyForce)."""
   ax = jnp.abs(x)
   powers = ax[..., None] ** jnp.arange(1, poly.shape[-1] + 1)
@@ -76,7 +76,7 @@ def euler(m: Model, d: Data) -> Data:
   qacc = d.qacc
   if m.nv and not flags & DisableBit.EULERDAMP and not flags & DisableBit.DAMPER:
     damping, poly = passive.dof_damping(m)
-    b = _poly_force_deriv(damping, poly, d.qvel)
+    b = poly_force_deriv(damping, poly, d.qvel)
     qh = d.qM + jnp.diag(m.opt.timestep * b)
     qfrc = d.qfrc_smooth + d.qfrc_constraint
     # MuJoCo factors M + hB only where some dof is damped; otherwise its qacc is d->qacc. The
@@ -169,10 +169,10 @@ def _passive_vel_deriv(m: Model, d: Data) -> jax.Array:
   if flags & DisableBit.DAMPER:
     return out
   damping, poly = passive.dof_damping(m)
-  out = out - jnp.diag(_poly_force_deriv(damping, poly, d.qvel))
+  out = out - jnp.diag(poly_force_deriv(damping, poly, d.qvel))
   if m.ntendon:
     tdamp, tpoly = passive.tendon_damping(m)
-    b = _poly_force_deriv(tdamp, tpoly, d.ten_velocity)
+    b = poly_force_deriv(tdamp, tpoly, d.ten_velocity)
     out = out - d.ten_J.T @ (b[:, None] * d.ten_J)
   return out
 
@@ -185,12 +185,12 @@ def smooth_vel_deriv(m: Model, d: Data) -> jax.Array:
   return qderiv * jnp.asarray(dynamics.dof_chain(m), dtype=qderiv.dtype)
 
 
-def _rne_vel_deriv(m: Model, d: Data, bias_fn: Callable[[Data], jax.Array]) -> jax.Array:
+def rne_vel_deriv(m: Model, d: Data, bias_fn: Callable[[Data], jax.Array]) -> jax.Array:
   """d qfrc_bias / d qvel (nv, nv), exact, by forward-mode AD of the RNE pass (mjd_rne_vel)."""
   return jax.jacfwd(lambda v: bias_fn(d.replace(qvel=v)))(d.qvel)
 
 
-def _free_bodies(m: Model) -> np.ndarray:
+def free_bodies(m: Model) -> np.ndarray:
   """Dof addresses (static) of the free joints of standalone free bodies, which get MuJoCo's
   local unsymmetric 6x6 solve in implicitfast (mj_isFreeBody): the body's only joint, no dof
   below it. Masses below it do not count: MuJoCo 4.0.0 solves a free body with a massive welded
@@ -214,7 +214,7 @@ def free_mhat(
   """(n, 6, 6) implicitfast's local matrices M - h (qDeriv - d bias / d qvel) of the standalone
   free bodies whose dofs are `blocks` (n, 6): unsymmetric, the gyroscopic derivative included
   (mjd_freeMhat)."""
-  dbias = _rne_vel_deriv(m, d, bias_fn)
+  dbias = rne_vel_deriv(m, d, bias_fn)
   idx = (blocks[:, :, None], blocks[:, None, :])
   return d.qM[idx] - m.opt.timestep * (qderiv[idx] - dbias[idx])
 
@@ -237,14 +237,14 @@ def implicit(m: Model, d: Data, bias_fn: Callable[[Data], jax.Array]) -> Data:
     return advance(m, d, d.act_dot, d.qacc)
   qderiv = smooth_vel_deriv(m, d)
   if m.opt.integrator == IntegratorType.IMPLICIT:
-    qderiv = qderiv - _rne_vel_deriv(m, d, bias_fn)
+    qderiv = qderiv - rne_vel_deriv(m, d, bias_fn)
     qacc = jnp.linalg.solve(d.qM - h * qderiv, qfrc)
     return advance(m, d, d.act_dot, qacc)
 
   # implicitfast: the symmetric part of qDeriv, factored by Cholesky (only the fluid forces'
   # derivative is unsymmetric: MuJoCo symmetrizes each body's, ellipsoid lift included)
   sym = implicitfast_qderiv(qderiv)
-  free = _free_bodies(m)
+  free = free_bodies(m)
   if free.size:
     blocks = free[:, None] + np.arange(6)
     rows = blocks.reshape(-1)

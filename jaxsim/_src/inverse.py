@@ -71,17 +71,17 @@ def discrete_acc(m: Model, d: Data) -> jax.Array:
     if m.opt.disableflags & DisableBit.EULERDAMP:
       return qacc
     damping, poly = passive.dof_damping(m)
-    b = integrate._poly_force_deriv(damping, poly, d.qvel)
+    b = integrate.poly_force_deriv(damping, poly, d.qvel)
     qfrc = d.qM @ qacc + h * b * qacc
     # MuJoCo leaves qacc untouched where no dof is damped
     return jnp.where(jnp.any(b != 0), _solve_m(m, d, qfrc), qacc)
   qderiv = integrate.smooth_vel_deriv(m, d)
   if integrator == IntegratorType.IMPLICIT:
-    qderiv = qderiv - integrate._rne_vel_deriv(m, d, lambda d_: stages.bias_of_qvel(m, d_))
+    qderiv = qderiv - integrate.rne_vel_deriv(m, d, lambda d_: stages.bias_of_qvel(m, d_))
     return _solve_m(m, d, (d.qM - h * qderiv) @ qacc)
   # implicitfast: the symmetric part of qDeriv, as the integrator uses
   qfrc = (d.qM - h * integrate.implicitfast_qderiv(qderiv)) @ qacc
-  free = integrate._free_bodies(m)
+  free = integrate.free_bodies(m)
   if free.size:
     # standalone free bodies: the unsymmetric local 6x6 block with the gyroscopic derivative
     # (mjd_freeMhat), as the integrator solves them

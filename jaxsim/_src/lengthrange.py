@@ -25,7 +25,7 @@ import numpy as np
 from jaxsim._src import constraint, dynamics
 from jaxsim._src.enums import MINVAL, DisableBit, IntegratorType, WarningType
 from jaxsim._src.forward import step1, step2
-from jaxsim._src.setconst import _FAST_COMPILE
+from jaxsim._src.setconst import FAST_COMPILE
 from jaxsim._src.types import Data, Model, make_data
 from jaxsim.errors import ModelError
 
@@ -92,7 +92,7 @@ def _lengths(m: Model, d0: Data, index: jax.Array, sign: jax.Array, prm: jax.Arr
 
 
 # runs once per load: cheaper compilation matters more than the speed of the compiled code
-@functools.partial(jax.jit, static_argnames='nstep', compiler_options=_FAST_COMPILE)
+@functools.partial(jax.jit, static_argnames='nstep', compiler_options=FAST_COMPILE)
 def _search(m: Model, d0: Data, index: jax.Array, sign: jax.Array, prm: jax.Array, nstep: int):
   """_lengths for a batch of (actuator index, side sign)."""
   return jax.vmap(_lengths, in_axes=(None, None, 0, 0, None, None))(m, d0, index, sign, prm, nstep)

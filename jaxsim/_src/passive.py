@@ -43,7 +43,7 @@ _KRONROD_D = np.array([
 ])  # fmt: skip
 
 
-def _poly_force(linear: jax.Array, poly: jax.Array, x: jax.Array, odd: bool) -> jax.Array:
+def poly_force(linear: jax.Array, poly: jax.Array, x: jax.Array, odd: bool) -> jax.Array:
   """Force coefficient k(x) with force = -x k(x) (mju_polyForce); poly (..., NPOLY)."""
   x = jnp.abs(x) if odd else x
   res = linear
@@ -108,7 +108,7 @@ def _ball_dif(qpos: jax.Array, qpos_spring: jax.Array, adr: np.ndarray) -> jax.A
   return math.quat_sub(math.quat_normalize(qpos[idx]), qpos_spring[idx])
 
 
-def _tendon_spring_x(m: Model, d: Data) -> jax.Array:
+def tendon_spring_x(m: Model, d: Data) -> jax.Array:
   """Tendon spring displacement (ntendon,) outside the dead band [lengthspring low, high]."""
   length = d.ten_length
   lower, upper = m.tendon_lengthspring[:, 0], m.tendon_lengthspring[:, 1]
@@ -126,20 +126,20 @@ def _spring(m: Model, d: Data) -> jax.Array:
     k, p = stiffness[j], spoly[j]
     if jt in (SLIDE, HINGE):
       x = d.qpos[padr] - m.qpos_spring[padr]
-      qfrc = qfrc.at[dadr].set(-x * _poly_force(k, p, x, False))
+      qfrc = qfrc.at[dadr].set(-x * poly_force(k, p, x, False))
       continue
     if jt == FREE:
       idx = padr[:, None] + np.arange(3)
       dif = d.qpos[idx] - m.qpos_spring[idx]
       r = math.safe_norm(dif)
-      qfrc = qfrc.at[dadr[:, None] + np.arange(3)].add(-_poly_force(k, p, r, False)[:, None] * dif)
+      qfrc = qfrc.at[dadr[:, None] + np.arange(3)].add(-poly_force(k, p, r, False)[:, None] * dif)
       padr, dadr = padr + 3, dadr + 3
     dif = _ball_dif(d.qpos, m.qpos_spring, padr)
     r = math.safe_norm(dif)
-    qfrc = qfrc.at[dadr[:, None] + np.arange(3)].add(-_poly_force(k, p, r, False)[:, None] * dif)
+    qfrc = qfrc.at[dadr[:, None] + np.arange(3)].add(-poly_force(k, p, r, False)[:, None] * dif)
   if m.ntendon:
-    x = _tendon_spring_x(m, d)
-    frc = -x * _poly_force(m.tendon_stiffness, m.tendon_stiffnesspoly, x, False)
+    x = tendon_spring_x(m, d)
+    frc = -x * poly_force(m.tendon_stiffness, m.tendon_stiffnesspoly, x, False)
     qfrc = qfrc + d.ten_J.T @ frc
   return qfrc
 
@@ -161,11 +161,11 @@ def tendon_damping(m: Model) -> tuple[jax.Array, jax.Array]:
 def _damper(m: Model, d: Data) -> jax.Array:
   """Dof and tendon damping forces (nv,), actuator damping included (mj_springdamper)."""
   damping, poly = dof_damping(m)
-  qfrc = -d.qvel * _poly_force(damping, poly, d.qvel, True)
+  qfrc = -d.qvel * poly_force(damping, poly, d.qvel, True)
   if m.ntendon:
     damping, poly = tendon_damping(m)
     v = d.ten_velocity
-    qfrc = qfrc + d.ten_J.T @ (-v * _poly_force(damping, poly, v, True))
+    qfrc = qfrc + d.ten_J.T @ (-v * poly_force(damping, poly, v, True))
   return qfrc
 
 
@@ -474,7 +474,7 @@ def energy_pos(m: Model, d: Data) -> jax.Array:
     r = math.safe_norm(math.quat_sub(d.qpos[idx], m.qpos_spring[idx]))
     energy = energy + jnp.sum(_poly_potential(k, p, r))
   if m.ntendon:
-    x = _tendon_spring_x(m, d)
+    x = tendon_spring_x(m, d)
     energy = energy + jnp.sum(_poly_potential(m.tendon_stiffness, m.tendon_stiffnesspoly, x))
   return energy
 

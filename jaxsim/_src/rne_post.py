@@ -154,12 +154,12 @@ def tendon_force(m: Model, d: Data) -> jax.Array:
   flags = m.opt.disableflags
   frc = jnp.zeros(m.ntendon, dtype)
   if not flags & DisableBit.SPRING:
-    x = passive._tendon_spring_x(m, d)
-    frc = frc - x * passive._poly_force(m.tendon_stiffness, m.tendon_stiffnesspoly, x, False)
+    x = passive.tendon_spring_x(m, d)
+    frc = frc - x * passive.poly_force(m.tendon_stiffness, m.tendon_stiffnesspoly, x, False)
   if not flags & DisableBit.DAMPER:
     damping, poly = passive.tendon_damping(m)
     v = d.ten_velocity
-    frc = frc - v * passive._poly_force(damping, poly, v, True)
+    frc = frc - v * passive.poly_force(damping, poly, v, True)
   if m.nu:
     act = np.flatnonzero(np.asarray(m.actuator_trntype) == TrnType.TENDON)
     target = np.asarray(m.actuator_trnid)[act, 0]
@@ -194,7 +194,7 @@ def _ext_tendons(m: Model, d: Data) -> jax.Array:
   out = jnp.zeros((m.nbody, 6), d.qpos.dtype)
   if not m.ntendon:
     return out
-  path = tendon_._parse(m)
+  path = tendon_.parse(m)
   if path.sites is None and path.geoms is None:
     return out
   frc = tendon_force(m, d)
@@ -205,11 +205,11 @@ def _ext_tendons(m: Model, d: Data) -> jax.Array:
       continue
     x0, x1 = d.site_xpos[g.site0], d.site_xpos[g.site1]
     b0, b1 = sb[g.site0], sb[g.site1]
-    inv = tendon_._inv_divisor(m, g, x0.dtype)
+    inv = tendon_.inv_divisor(m, g, x0.dtype)
     if g is path.sites:
       pieces.append((x0, b0, x1, b1, inv, g.tendon))
       continue
-    wlen, w0, w1 = tendon_._geom_wrap(m, d, g)
+    wlen, w0, w1 = tendon_.geom_wrap(m, d, g)
     on, off = jnp.where(wlen >= 0, inv, 0.0), jnp.where(wlen >= 0, 0.0, inv)
     bg = gb[g.geom]
     pieces += [(x0, b0, x1, b1, off, g.tendon), (x0, b0, w0, bg, on, g.tendon)]

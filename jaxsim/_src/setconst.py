@@ -30,14 +30,14 @@ def _position(m: Model, d: Data) -> Data:
 
 
 # runs once per load: cheaper compilation matters more than the speed of the compiled code
-_FAST_COMPILE = {'xla_backend_optimization_level': 0, 'xla_llvm_disable_expensive_passes': True}
+FAST_COMPILE = {'xla_backend_optimization_level': 0, 'xla_llvm_disable_expensive_passes': True}
 
 
 def _position_fn(m: Model):
   """qpos -> Data after the position stage, compiled once for this model."""
   d0 = make_data(m, ncon=0, nefc=0)
   fn = jax.jit(lambda m, q: _position(m, d0.replace(qpos=q)))
-  compiled = fn.lower(m, m.qpos0).compile(compiler_options=_FAST_COMPILE)
+  compiled = fn.lower(m, m.qpos0).compile(compiler_options=FAST_COMPILE)
   return lambda qpos: compiled(m, jnp.asarray(qpos, m.qpos0.dtype))
 
 
