@@ -9,6 +9,8 @@ import time
 import numpy as np
 
 import jaxsim
+from jaxsim._src import sensors
+from jaxsim._src.collision import driver
 
 _INTEGRATORS = {0: 'Euler', 1: 'RK4', 2: 'implicit', 3: 'implicitfast', 100: 'variational'}
 _SOLVERS = {0: 'PGS', 1: 'CG', 2: 'Newton'}
@@ -32,12 +34,8 @@ def info(model: jaxsim.Model, path: str) -> str:
     f'gravity={[float(f"{g:.6g}") for g in np.asarray(opt.gravity)]}'
   )
   lines.append(f'flags    disabled={disabled or "none"}  enabled={enabled or "none"}')
-  from jaxsim._src.collision import driver
-
   unsupported = list(model.unsupported)
   unsupported += [f'collisions of {a} with {b} geoms' for a, b in driver.unsupported_pairs(model)]
-  from jaxsim._src import sensors
-
   unsupported += sensors.unsupported(model)
   if unsupported:
     lines.append('not yet simulated by jaxsim:')
@@ -57,8 +55,8 @@ def simulate(model: jaxsim.Model, args: argparse.Namespace) -> int:
     jax.config.update('jax_enable_x64', True)
     model = jax.tree_util.tree_map(lambda x: jnp.asarray(x, jnp.float64), model)
   if args.no_constraints:
-    opt = model.opt.replace(disableflags=model.opt.disableflags | jaxsim.DisableBit.CONSTRAINT)
-    model = model.replace(opt=opt)
+    flags = model.opt.disableflags | jaxsim.DisableBit.CONSTRAINT
+    model = jaxsim.with_options(model, disableflags=flags)
   batch, steps = args.batch, args.steps
   chunk = max(1, min(args.chunk, steps))
   rng = np.random.default_rng(args.seed)

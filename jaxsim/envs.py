@@ -32,7 +32,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxsim._src.enums import ConeType, DisableBit, IntegratorType, SolverType
+from jaxsim._src.enums import DisableBit, IntegratorType
+from jaxsim._src.forward import step
+from jaxsim._src.io import load
+from jaxsim._src.model import make_data, with_options
 from jaxsim._src.types import Data, Model
 
 _MODELS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'models')
@@ -86,7 +89,7 @@ class Env:
   """A functional environment on a Model: subclass it and define the task's hooks.
 
   Args:
-    model: the Model to simulate (its options as given; see `with_options`).
+    model: the Model to simulate (its options as given; see `jaxsim.with_options`).
     frame_skip: physics steps per action (the control period is frame_skip * timestep).
     episode_length: steps after which an episode is truncated.
     auto_reset: reset ended episodes inside `step` (turn off to inspect terminal states).
@@ -115,8 +118,6 @@ class Env:
 
   def init_data(self, key: jax.Array) -> Data:
     """A randomised initial Data; by default qpos0 and zero velocity."""
-    from jaxsim import make_data
-
     return make_data(self.model)
 
   def observation(self, data: Data) -> jax.Array:
@@ -182,8 +183,6 @@ class Env:
 
   def physics(self, data: Data, ctrl: jax.Array) -> Data:
     """frame_skip physics steps with ctrl held."""
-    from jaxsim import step
-
     data = data.replace(ctrl=ctrl.astype(data.ctrl.dtype))
     return jax.lax.fori_loop(0, self.frame_skip, lambda _, d: step(self.model, d), data)
 
@@ -223,17 +222,6 @@ class Env:
     return State(data, obs, reward, done.astype(obs.dtype), metrics, info)
 
 
-def with_options(model: Model, **options) -> Model:
-  """The model with some `opt` fields replaced (e.g. integrator='euler', iterations=2)."""
-  enums = {'integrator': IntegratorType, 'solver': SolverType, 'cone': ConeType}
-  opt = model.opt
-  for k, v in options.items():
-    if k in enums and isinstance(v, str):
-      v = enums[k][v.upper()]
-    opt = opt.replace(**{k: int(v) if k in type(opt).STATIC else v})
-  return model.replace(opt=opt)
-
-
 # RL-speed physics: a semi-implicit Euler step and a short solver run, enough for the cart's
 # rail limit (one row, which Newton solves in one iteration); the sensors are not observed.
 _FAST = {'integrator': IntegratorType.EULER, 'iterations': 2, 'ls_iterations': 4}
@@ -250,8 +238,6 @@ class _Cartpole(Env):
     constraints: bool = True,
     **kwargs,
   ):
-    from jaxsim import load
-
     if model is None:
       model = os.path.join(_MODELS, 'cartpole.xml')
     if isinstance(model, str):
@@ -285,8 +271,6 @@ class _Cartpole(Env):
     return upright * centered * small_control * small_velocity
 
   def _data(self, qpos: jax.Array, qvel: jax.Array) -> Data:
-    from jaxsim import make_data
-
     d = make_data(self.model)
     return d.replace(qpos=qpos.astype(d.qpos.dtype), qvel=qvel.astype(d.qvel.dtype))
 
