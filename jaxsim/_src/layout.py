@@ -532,7 +532,7 @@ def options_key(m: Model) -> tuple:
   cone, and the contact budget asked for (with_ncon_max)."""
   cp = m.collision_pairs if 'collision_pairs' in m.fields() else {}
   return (
-    int(m.opt.disableflags) & LAYOUT_FLAGS,
+    int(int(m.opt.disableflags) & LAYOUT_FLAGS),
     int(m.opt.cone),
     repr(cp.get('nconmax', 'unset')),
   )
