@@ -54,7 +54,7 @@ def run_one(path: str, args: argparse.Namespace) -> dict:
   m = jaxsim.load(path)
   out['load_s'] = time.perf_counter() - t0
   if args.no_autoreset:
-    m = m.replace(opt=m.opt.replace(disableflags=m.opt.disableflags | jaxsim.DisableBit.AUTORESET))
+    m = jaxsim.with_options(m, disableflags=m.opt.disableflags | jaxsim.DisableBit.AUTORESET)
   out.update(nq=m.nq, nv=m.nv, nu=m.nu)
   batch, steps = args.batch, args.steps
   chunk = max(1, min(args.chunk, steps))

@@ -230,7 +230,6 @@ def _worker_jaxsim(spec: dict) -> dict:
     jax.config.update('jax_enable_x64', True)
   sys.path.insert(0, REPO)
   import jaxsim
-  from jaxsim._src import constraint
   from jaxsim._src.collision import driver
 
   m = jaxsim.load(spec['model'])
@@ -245,7 +244,7 @@ def _worker_jaxsim(spec: dict) -> dict:
     opt['cone'] = {v: k for k, v in _CONES.items()}[ov['cone']]
   if not spec['sensors']:
     opt['disableflags'] = m.opt.disableflags | _SENSOR_BIT
-  m = m.replace(opt=m.opt.replace(**opt))
+  m = jaxsim.with_options(m, **opt)
   d = jaxsim.make_data(m)
   lo, hi = _ctrl_bounds(m.actuator_ctrlrange, m.actuator_ctrllimited)
   out = {
@@ -253,8 +252,8 @@ def _worker_jaxsim(spec: dict) -> dict:
     'sizes': {
       'nv': m.nv,
       'nu': m.nu,
-      'ncon': driver.ncon_max(m),
-      'nefc': constraint.layout(m).nefc,
+      'ncon': m.nconmax,
+      'nefc': m.nefcmax,
     },
   }
   if spec.get('stage') == 'collision':

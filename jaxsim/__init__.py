@@ -27,6 +27,9 @@ from jaxsim._src.io import load as load
 from jaxsim._src.io import load_string as load_string
 from jaxsim._src.kinematics import kinematics as kinematics
 from jaxsim._src.model import make_data as make_data
+from jaxsim._src.model import with_max_geom_pairs as with_max_geom_pairs
+from jaxsim._src.model import with_ncon_max as with_ncon_max
+from jaxsim._src.model import with_options as with_options
 from jaxsim._src.rollout import rollout as rollout
 from jaxsim._src.stages import unsupported as unsupported
 from jaxsim._src.types import Contact as Contact

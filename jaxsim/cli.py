@@ -52,8 +52,8 @@ def simulate(model: jaxsim.Model, args: argparse.Namespace) -> int:
     jax.config.update('jax_enable_x64', True)
     model = jax.tree_util.tree_map(lambda x: jnp.asarray(x, jnp.float64), model)
   if args.no_constraints:
-    opt = model.opt.replace(disableflags=model.opt.disableflags | jaxsim.DisableBit.CONSTRAINT)
-    model = model.replace(opt=opt)
+    flags = model.opt.disableflags | jaxsim.DisableBit.CONSTRAINT
+    model = jaxsim.with_options(model, disableflags=flags)
   batch, steps = args.batch, args.steps
   chunk = max(1, min(args.chunk, steps))
   rng = np.random.default_rng(args.seed)

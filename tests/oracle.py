@@ -26,10 +26,8 @@ def load_pair(path: str, disable: int = NO_CONSTRAINT, enable: int = 0):
   mj.opt.disableflags |= disable
   mj.opt.enableflags |= enable
   m = load(path)
-  opt = m.opt.replace(
-    disableflags=m.opt.disableflags | disable, enableflags=m.opt.enableflags | enable
-  )
-  return m.replace(opt=opt), mj
+  flags = {'disableflags': m.opt.disableflags | disable, 'enableflags': m.opt.enableflags | enable}
+  return jaxsim.with_options(m, **flags), mj
 
 
 def random_state(mj: mujoco.MjModel, rng: np.random.Generator, scale: float = 0.5):

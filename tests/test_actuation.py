@@ -107,7 +107,7 @@ def _pair_string(xml: str, disable: int = NO_CONSTRAINT, assets=None):
   mj = mujoco.MjModel.from_xml_string(xml, assets or {})
   mj.opt.disableflags |= disable
   m = jaxsim.load_string(xml, assets)
-  m = m.replace(opt=m.opt.replace(disableflags=m.opt.disableflags | disable))
+  m = jaxsim.with_options(m, disableflags=m.opt.disableflags | disable)
   return m, mj
 
 

@@ -58,7 +58,6 @@ def test_humanoid_copies_scale_the_model():
   import runpy
 
   import jaxsim
-  from jaxsim._src.collision import driver
 
   bench = os.path.join(REPO, 'models', 'bench')
   copies_xml = runpy.run_path(os.path.join(bench, 'humanoid_copies.py'))['copies_xml']
@@ -67,4 +66,4 @@ def test_humanoid_copies_scale_the_model():
   three = jaxsim.load_string(copies_xml(3))
   assert (three.nv, three.nu, three.nbody) == (3 * one.nv, 3 * one.nu, 3 * (one.nbody - 1) + 1)
   # copies touch the floor and themselves as the source does, never each other
-  assert driver.ncon_max(three) == 3 * driver.ncon_max(one)
+  assert three.nconmax == 3 * one.nconmax

@@ -89,14 +89,14 @@ def test_limits_active_and_exact(pile):
   """Default limits on the pile's GJK/EPA group change no contact: the same pairs in contact, and
   the same contacts, as every pair's and as MuJoCo's."""
   m, contacts = pile
-  grp = [g for g in driver.groups(m) if g['convex']]
+  grp = [g for g in m.layout.groups if g['convex']]
   assert len(grp) == 1 and grp[0]['types'] == (-1, -1)  # one group of mixed types
   g1, g2 = grp[0]['geom1'], grp[0]['geom2']
   k = broadphase.limit(g1, g2, True, None)
   assert k < len(g1) and broadphase.epa_limit(g1, g2, k, None) < k
   qpos = jnp.asarray(_poses(np.random.default_rng(3), 12))
   ours, full = jax.jit(jax.vmap(contacts, in_axes=(None, 0)))(m, qpos)
-  every = driver.with_max_geom_pairs(m, -1)
+  every = jaxsim.with_max_geom_pairs(m, -1)
   theirs, full_every = jax.jit(jax.vmap(contacts, in_axes=(None, 0)))(every, qpos)
   assert not np.any(full) and not np.any(full_every)
   assert np.asarray(ours.active).sum() > 12 * 10  # a real pile: many contacts per state
@@ -151,7 +151,7 @@ def test_mesh_pile_limited_group_vs_mujoco():
   from jaxsim._src.collision import primitive
 
   m = jaxsim.load_string(MESH_PILE)
-  grps = driver.groups(m)
+  grps = m.layout.groups
   plane = [g for g in grps if g['types'] == (0, 7)]
   assert len(plane) == 1 and plane[0]['mesh'] == (-2, -2) and len(plane[0]['geom1']) == NMESH
   grp = [g for g in grps if g['convex']]
@@ -173,7 +173,7 @@ def test_mesh_pile_limited_group_vs_mujoco():
     alone = [
       primitive.collide_plane_mesh(
         *(
-          jax.tree_util.tree_map(lambda x: x[0], driver._geom_info(m, d, np.array([g]), mesh))
+          jax.tree_util.tree_map(lambda x: x[0], driver.geom_info(m, d, np.array([g]), mesh))
           for g, mesh in ((0, -1), (g2, int(mesh_of[g2])))
         ),
         jnp.asarray(0.0),
@@ -230,7 +230,7 @@ def test_mesh_pairs_of_all_sizes_share_one_program():
       <body><freejoint/><geom type="box" size=".05 .05 .05"/></body></worldbody></mujoco>"""
   m = jaxsim.load_string(xml)
   assert len({int(m.mesh_vertnum[0]), int(m.mesh_vertnum[1])}) == 2
-  grps = driver.groups(m)
+  grps = m.layout.groups
   conv = [g for g in grps if g['convex']]
   plane = [g for g in grps if g['types'] == (GeomType.PLANE, GeomType.MESH)]
   assert len(conv) == 1 and conv[0]['mesh'] == (-2, -2) and len(conv[0]['geom1']) == 3
@@ -253,7 +253,7 @@ def test_pair_limit_overflow_keeps_nearest():
   assert int(d.ncon) == 1 and int(d.warning[CONTACTFULL]) == 1
   a = np.asarray(d.contact.active)
   assert (int(d.contact.geom1[a][0]), int(d.contact.geom2[a][0])) == (0, 1)
-  every = driver.with_max_geom_pairs(m, -1)
+  every = jaxsim.with_max_geom_pairs(m, -1)
   d = jax.jit(jaxsim.forward)(every, jaxsim.make_data(every))
   assert int(d.ncon) == 2 and int(d.warning[CONTACTFULL]) == 0
 
@@ -368,7 +368,7 @@ def test_oriented_box_test_keeps_touching_pairs_under_the_limit():
     <worldbody>{planks}<body><joint type="slide" axis="0 0 1"/>{cubes}</body></worldbody>
     </mujoco>"""
   m = jaxsim.load_string(xml)
-  (grp,) = [g for g in driver.groups(m) if g['convex']]
+  (grp,) = [g for g in m.layout.groups if g['convex']]
   assert broadphase.limit(grp['geom1'], grp['geom2'], True, None) == 80 < len(grp['geom1'])
   mj = mujoco.MjModel.from_xml_string(xml)
   md = mujoco.MjData(mj)

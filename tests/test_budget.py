@@ -1,10 +1,10 @@
-"""Contact budget (driver.with_ncon_max, or <size nconmax> where every slot costs far more):
+"""Contact budget (jaxsim.with_ncon_max, or <size nconmax> where every slot costs far more):
 capped Data.contact slots.
 
 Within the budget, the capped slots give MuJoCo's contacts, rows and accelerations; beyond it the
 deepest contacts are kept and Data.warning counts the overflow (mjWARN_CONTACTFULL). MuJoCo 4
 grows its contact arena instead, so only the first case is compared with it; and <size nconmax>
-that would save less than driver.LEGACY_FACTOR is ignored as MuJoCo 4 ignores it.
+that would save less than layout.LEGACY_FACTOR is ignored as MuJoCo 4 ignores it.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import mujoco
 import numpy as np
 
 import jaxsim
-from jaxsim._src.collision import driver
+from jaxsim._src import layout
 from tests import oracle
 
 CONTACTFULL = int(mujoco.mjtWarning.mjWARN_CONTACTFULL)
@@ -39,7 +39,7 @@ SCENE = """
 def _forward(xml, budget: int | None = None):
   m = jaxsim.load_string(xml)
   if budget is not None:
-    m = driver.with_ncon_max(m, budget)
+    m = jaxsim.with_ncon_max(m, budget)
   d = jax.jit(jaxsim.forward)(m, jaxsim.make_data(m))
   mj = mujoco.MjModel.from_xml_string(xml)
   md = mujoco.MjData(mj)
@@ -51,7 +51,7 @@ def test_capped_slots_within_budget_match_mujoco():
   """Three touching spheres, a budget of three slots (of eight collider slots): MuJoCo's physics."""
   xml = SCENE.format(nconmax=3, z0=0.09, z1=0.08, z2=0.5, z3=0.07)
   m, d, mj, md = _forward(xml, 3)
-  b = driver.budget(m)
+  b = m.layout.budget
   assert b.capped and b.ncon < b.nfull, (b.ncon, b.nfull)
   assert int(d.ncon) == md.ncon == 3
   assert int(d.warning[CONTACTFULL]) == 0
@@ -89,7 +89,7 @@ def test_legacy_nconmax_is_ignored_where_every_slot_is_affordable():
   xml = SCENE.format(nconmax=5, z0=0.09, z1=0.08, z2=0.095, z3=0.07)
   xml = xml.replace('<body pos="0 1 .2"', '<body pos="0 1 .09"')
   m, d, mj, md = _forward(xml)
-  b = driver.budget(m)
+  b = m.layout.budget
   assert not b.capped and b.ncon == b.nfull == 18
   assert int(d.ncon) == md.ncon == 8 and int(d.warning[CONTACTFULL]) == 0
   active = np.asarray(d.contact.active)
@@ -107,7 +107,7 @@ def test_legacy_nconmax_caps_where_every_slot_costs_far_more():
   xml = f"""<mujoco><size nconmax="4"/><worldbody><geom type="plane" size="5 5 .1"/>{bodies}
     </worldbody></mujoco>"""
   m, d, mj, md = _forward(xml)
-  b = driver.budget(m)
+  b = m.layout.budget
   assert b.capped and (b.nfull, b.ncon) == (78, 4)
   assert int(d.ncon) == md.ncon == 3 and int(d.warning[CONTACTFULL]) == 0
   oracle.assert_close('qacc', d.qacc, md.qacc, rtol=1e-9)
@@ -116,7 +116,7 @@ def test_legacy_nconmax_caps_where_every_slot_costs_far_more():
 def test_without_nconmax_every_slot_is_kept():
   xml = SCENE.replace('<size nconmax="{nconmax}"/>', '').format(z0=0.09, z1=0.08, z2=0.095, z3=0.07)
   m = jaxsim.load_string(xml)
-  b = driver.budget(m)
+  b = m.layout.budget
   assert not b.capped and b.ncon == b.nfull
 
 
@@ -129,11 +129,11 @@ def test_without_nconmax_a_model_too_large_keeps_the_slots_that_fit(monkeypatch)
   )
   xml = f'<mujoco><worldbody><geom type="plane" size="5 5 .1"/>{bodies}</worldbody></mujoco>'
   nv = 72
-  monkeypatch.setattr(driver, 'AUTO_BUDGET_BYTES', 39 * 4 * nv * 8)  # pyramidal condim 3: 4 rows
+  monkeypatch.setattr(layout, 'AUTO_BUDGET_BYTES', 39 * 4 * nv * 8)  # pyramidal condim 3: 4 rows
   m, d, mj, md = _forward(xml)
-  b = driver.budget(m)
+  b = m.layout.budget
   assert b.capped and (b.nfull, b.ncon) == (78, 39)
   assert int(d.ncon) == md.ncon > 0 and int(d.warning[CONTACTFULL]) == 0
   oracle.assert_close('qacc', d.qacc, md.qacc, rtol=1e-9)
-  monkeypatch.setattr(driver, 'AUTO_BUDGET_BYTES', 78 * 4 * nv * 8)
-  assert not driver.budget(jaxsim.load_string(xml)).capped
+  monkeypatch.setattr(layout, 'AUTO_BUDGET_BYTES', 78 * 4 * nv * 8)
+  assert not jaxsim.load_string(xml).layout.budget.capped

@@ -51,7 +51,7 @@ def _pair(disable: int):
   mj = mujoco.MjModel.from_xml_string(XML)
   mj.opt.disableflags |= disable
   m = jaxsim.load_string(XML)
-  m = m.replace(opt=m.opt.replace(disableflags=m.opt.disableflags | disable))
+  m = jaxsim.with_options(m, disableflags=m.opt.disableflags | disable)
   return m, mj
 
 

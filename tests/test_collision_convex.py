@@ -321,7 +321,7 @@ def test_pipeline_mesh_contacts_vs_mujoco():
 
   mj = mujoco.MjModel.from_xml_string(PIPE_XML, ASSETS)
   m = jaxsim.load_string(PIPE_XML, ASSETS)
-  assert sorted(g['types'] for g in driver.groups(m)) == [(-1, -1), (0, 7)]
+  assert sorted(g['types'] for g in m.layout.groups) == [(-1, -1), (0, 7)]
   rng = np.random.default_rng(11)
   n = 48
   qpos = np.tile(mj.qpos0, (n, 1))

@@ -140,7 +140,7 @@ def test_hfield_vs_mujoco(models, collide):
   mj, m = models
   assert not driver.unsupported_pairs(m)
   # one group (one traced collider) for the field's geoms, both meshes in its tables
-  (grp,) = [g for g in driver.groups(m) if g['hfield'] >= 0]
+  (grp,) = [g for g in m.layout.groups if g['hfield'] >= 0]
   assert grp['mesh'] == (-2, -2) and len(set(grp['mesh2'].tolist())) == 2
   assert m.mesh_data[1].graph is not None
   rng = np.random.default_rng(2)

@@ -15,7 +15,7 @@ import pytest
 
 import jaxsim
 from jaxsim import mjcf
-from jaxsim._src import constraint, kinematics, tendon, types
+from jaxsim._src import constraint, kinematics, layout, tendon, types
 from jaxsim._src.collision import driver, pairs
 from jaxsim._src.enums import ConstraintType
 from jaxsim._src.types import Model
@@ -178,14 +178,9 @@ def _complete(c, mj: mujoco.MjModel) -> Model:
   for kind in ('dof', 'tendon'):
     if f'{kind}_hasfrictionloss' not in c:
       c[f'{kind}_hasfrictionloss'] = (np.asarray(c[f'{kind}_frictionloss']) > 0).astype(np.int8)
-  m = types.make_model(c)
-  if 'nconmax' not in c:
-    c['nconmax'] = driver.ncon_max(m)
-    m = types.make_model(c)
-  if 'nefcmax' not in c:
-    c['nefcmax'] = constraint.layout(m).nefc
-    m = types.make_model(c)
-  return m
+  for k in ('nconmax', 'nefcmax', 'layout'):
+    c.setdefault(k, None)
+  return layout.with_layout(types.make_model(c))
 
 
 def _with_opt(m: Model, mj: mujoco.MjModel, **kw) -> Model:
@@ -193,7 +188,7 @@ def _with_opt(m: Model, mj: mujoco.MjModel, **kw) -> Model:
   for k, v in kw.items():
     setattr(mj.opt, k, v)
   opt = {k: (int(v) if k in types.Option.STATIC else jnp.asarray(v)) for k, v in kw.items()}
-  return m.replace(opt=m.opt.replace(**opt))
+  return jaxsim.with_options(m, **opt)
 
 
 def load_xml(xml: str, **opt):
@@ -216,9 +211,9 @@ def load_path(path: str, **opt):
 def _slots(m: Model) -> dict[tuple[int, int], tuple[int, int]]:
   """(geom1, geom2) -> (first slot, number of slots) of every candidate pair."""
   out, base = {}, 0
-  grps = driver.groups(m)
+  grps = m.layout.groups
   # Data.contact holds the collider slots in mj_collision's order; a pair's stay together
-  where = np.argsort(driver.slot_order(m, grps))
+  where = np.argsort(m.layout.slot_order)
   for grp in grps:
     for g1, g2, n in zip(grp['geom1'], grp['geom2'], grp['nslot'], strict=True):
       out[(int(g1), int(g2))] = (int(where[base]), int(n))
@@ -245,7 +240,7 @@ def inject(m: Model, d: types.Data, md: mujoco.MjData) -> tuple[types.Data, np.n
     used[key] = k + 1
     full[i] = first + k
   where = full.copy()
-  b = driver.budget(m) if ncon else None
+  b = m.layout.budget if ncon else None
   if b is not None and b.capped:
     # a capped budget (<size nconmax>) holds each condim class's contacts in collider-slot order
     base = 0
@@ -345,7 +340,7 @@ def compare(m: Model, mj: mujoco.MjModel, qpos, qvel, what: str = '', mjpos: boo
 
   # MuJoCo's rows that jaxsim should have, in order: non-contact rows as they are, contact
   # rows contact by contact at the slot the contact was injected into
-  lay = constraint.layout(m)
+  lay = m.layout
   nnc = md.ne + md.nf + md.nl
   idx = list(np.flatnonzero(act & (lay.type < ConstraintType.CONTACT_FRICTIONLESS)))
   assert len(idx) == nnc, f'{what}: {len(idx)} non-contact rows, MuJoCo has {nnc}'
@@ -407,14 +402,14 @@ def _random_joint_state(mj: mujoco.MjModel, rng: np.random.Generator, scale: flo
 def test_layout_order():
   """Row kinds in MuJoCo's order, two rows per slide/hinge/tendon limit, cone row counts."""
   m, _ = load_xml(LIMIT_XML)
-  lay = constraint.layout(m)
+  lay = m.layout
   assert lay.ne == 0 and lay.nf == 4
   assert list(lay.type) == [1, 1, 2, 2] + [3, 3, 3, 3, 3, 3, 3] + [4, 4, 4, 4]
   assert list(lay.id) == [0, 1, 0, 1] + [0, 0, 1, 1, 2, 3, 3] + [0, 0, 1, 1]
   assert m.nefcmax == lay.nefc
   for cone, rows in ((0, {1: 1, 3: 4, 4: 6, 6: 10}), (1, {1: 1, 3: 3, 4: 4, 6: 6})):
     m, _ = load_xml(CONTACT_XML.format(impratio=1, cone=['pyramidal', 'elliptic'][cone]))
-    lay = constraint.layout(m)
+    lay = m.layout
     assert set(lay.contact_dim) == {1, 3, 4, 6}
     for dim, n in rows.items():
       assert (lay.contact_nrow[lay.contact_dim == dim] == n).all()
@@ -429,14 +424,14 @@ def test_condim_as_driver():
   dims = []
 
   def params():
-    for g in driver.groups(m):
+    for g in m.layout.groups:
       dim = driver._contact_params(m, g['geom1'], g['geom2'], g['ipair'])['dim']
       dims.append(np.repeat(np.asarray(dim), g['nslot']))
     return 0
 
   jax.eval_shape(params)  # traced, not run: dim is static
-  order = driver.slot_order(m, driver.groups(m))
-  np.testing.assert_array_equal(constraint.layout(m).contact_dim, np.concatenate(dims)[order])
+  order = m.layout.slot_order
+  np.testing.assert_array_equal(m.layout.contact_dim, np.concatenate(dims)[order])
 
 
 @pytest.mark.parametrize('flag', ['CONSTRAINT', 'EQUALITY', 'FRICTIONLOSS', 'LIMIT', 'CONTACT'])
@@ -444,9 +439,8 @@ def test_layout_disable(flag):
   bit = int(types.DisableBit[flag])
   for xml in (EQUALITY_XML, LIMIT_XML, CONTACT_XML.format(impratio=1, cone='elliptic')):
     m, _ = load_xml(xml)
-    lay = constraint.layout(m)
-    m2 = m.replace(opt=m.opt.replace(disableflags=m.opt.disableflags | bit))
-    lay2 = constraint.layout(m2)
+    lay = m.layout
+    lay2 = jaxsim.with_options(m, disableflags=m.opt.disableflags | bit).layout
     kinds = {
       'EQUALITY': [0],
       'FRICTIONLOSS': [1, 2],
@@ -582,8 +576,8 @@ def test_contacts_from_collision(cone):
   m, mj = load_xml(FLOOR_XML.format(cone=cone))
   fn = jax.jit(lambda d: _rows(m, driver.collision(m, _position(m, d))), compiler_options=_O0)
   rng = np.random.default_rng(7)
-  lay = constraint.layout(m)
-  g1, g2, _ = constraint._contact_slots(m)
+  lay = m.layout
+  g1, g2 = lay.contact_geom1, lay.contact_geom2
   for _ in range(3):
     qpos, qvel = _random_free_state(mj, rng)
     md = mujoco.MjData(mj)

@@ -1,7 +1,7 @@
 """Data.contact and the contact constraint rows come in mj_collision's order.
 
 MuJoCo emits contacts by body-pair signature, each body pair's <pair>s first, then its geom
-pairs; jaxsim's collider groups are laid out in that order (driver.slot_order), so the active
+pairs; jaxsim's collider groups are laid out in that order (Layout.slot_order), so the active
 contacts and the active efc rows line up with MuJoCo's index by index.
 """
 

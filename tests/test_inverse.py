@@ -22,8 +22,8 @@ import numpy as np
 import pytest
 
 import jaxsim
-from jaxsim._src import constraint, integrate, types
 from jaxsim._src import forward as forward_mod
+from jaxsim._src import integrate, layout, types
 from jaxsim._src import inverse as inverse_mod
 from tests.models import dm_control_suite
 from tests.oracle import assert_close, full_m
@@ -82,7 +82,7 @@ def _layout(mj, md):
   dim = md.contact.dim[:ncon].astype(np.int32)
   elliptic = mj.opt.cone == mujoco.mjtCone.mjCONE_ELLIPTIC
   nrow = np.where(dim == 1, 1, dim if elliptic else 2 * (dim - 1)).astype(np.int32)
-  return constraint.Layout(
+  return layout.EfcRows(
     nefc=md.nefc,
     type=md.efc_type.astype(np.int32),
     id=md.efc_id.astype(np.int32),
@@ -281,12 +281,12 @@ def _features_state(mj, seed):
 
 def _match_rows(m, mj, d, md):
   """(jaxsim row, mujoco row) index arrays: non-contact rows in order, contacts by pair and pos."""
-  lay = constraint.layout(m)
+  lay = m.layout
   active = np.asarray(d.efc_active)
   ours = [i for i in range(lay.nefc) if active[i] and lay.type[i] < FRICTIONLESS]
   theirs = [i for i in range(md.nefc) if md.efc_type[i] < FRICTIONLESS]
   assert len(ours) == len(theirs), (len(ours), len(theirs))
-  g1, g2, _ = constraint._contact_slots(m)
+  g1, g2 = lay.contact_geom1, lay.contact_geom2
   adr, pos = np.asarray(d.contact.efc_address), np.asarray(d.contact.pos)
   for i in range(md.ncon):
     c = md.contact[i]

@@ -117,7 +117,7 @@ def test_names_against_mujoco(pair):
 
 def test_forward_against_mujoco(pair):
   m, mj = pair
-  m = m.replace(opt=m.opt.replace(disableflags=m.opt.disableflags | oracle.NO_CONSTRAINT))
+  m = jaxsim.with_options(m, disableflags=m.opt.disableflags | oracle.NO_CONSTRAINT)
   mj.opt.disableflags |= oracle.NO_CONSTRAINT
   md = mujoco.MjData(mj)
   mujoco.mj_resetDataKeyframe(mj, md, 2)

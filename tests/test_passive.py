@@ -90,10 +90,8 @@ def _pair_from_string(xml: str, disable: int = NO_CONSTRAINT, enable: int = ENER
   mj.opt.disableflags |= disable
   mj.opt.enableflags |= enable
   m = jaxsim.load_string(xml)
-  opt = m.opt.replace(
-    disableflags=m.opt.disableflags | disable, enableflags=m.opt.enableflags | enable
-  )
-  return m.replace(opt=opt), mj
+  flags = {'disableflags': m.opt.disableflags | disable, 'enableflags': m.opt.enableflags | enable}
+  return jaxsim.with_options(m, **flags), mj
 
 
 def _dense_ten_j(mj: mujoco.MjModel, md: mujoco.MjData) -> np.ndarray:

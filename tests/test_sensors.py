@@ -56,8 +56,9 @@ def case(request):
   mj = _tight(mujoco.MjModel.from_xml_path(path))
   m = jaxsim.load(path)
   # the same options on both sides: tight tolerance, islands off (one monolithic solve)
-  opt = m.opt.replace(tolerance=jnp.asarray(TOLERANCE), disableflags=int(mj.opt.disableflags))
-  m = m.replace(opt=opt)
+  m = jaxsim.with_options(
+    m, tolerance=jnp.asarray(TOLERANCE), disableflags=int(mj.opt.disableflags)
+  )
   fn = jax.jit(jaxsim.forward)
   rng = np.random.default_rng(0)
   md = mujoco.MjData(roll)

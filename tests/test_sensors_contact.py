@@ -19,7 +19,6 @@ import numpy as np
 import pytest
 
 import jaxsim
-from jaxsim._src.collision import driver
 from tests import oracle
 
 XML = """
@@ -112,7 +111,7 @@ def _run(cone: str, floor_condim: int, ncon_max: int | None):
   mj = mujoco.MjModel.from_xml_string(xml)
   m = jaxsim.load_string(xml)
   if ncon_max is not None:
-    m = driver.with_ncon_max(m, ncon_max)
+    m = jaxsim.with_ncon_max(m, ncon_max)
   fwd = jax.jit(jaxsim.forward)
   theirs = _mujoco(mj)
   ours = []
@@ -181,6 +180,6 @@ def test_sensordata_matches_mujoco(slots):
 
 def test_capped_slots_in_mujoco_order(capped):
   m, mj, theirs, ours = capped
-  assert len(np.unique(driver.contact_dim(m))) == 2
+  assert len(np.unique(m.layout.contact_dim)) == 2
   assert all(md.ncon <= 8 for md in theirs)  # no overflow: the same contacts
   _compare(mj, theirs, ours)

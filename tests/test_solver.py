@@ -22,6 +22,7 @@ import pytest
 
 import jaxsim
 from jaxsim._src import solver
+from jaxsim._src.layout import row_classes
 from jaxsim._src.types import Contact, Data, Model, make_data, make_option
 from tests.models import dm_control_suite
 
@@ -568,7 +569,7 @@ def test_linesearch_polynomials(cone):
   mj = mj_model(xml=FEATURES.format(cone=cone))
   md = features_state(mj, 0)
   m, d, layout, real = problem(mj, md)
-  r = solver._rows(layout)
+  r = row_classes(layout)
   p = solver.problem(d, r)
   rng = np.random.default_rng(1)
   qacc = jnp.asarray(md.qacc)
@@ -576,7 +577,7 @@ def test_linesearch_polynomials(cone):
 
   def total(alpha):
     q = qacc + alpha * search
-    cost = solver._update_constraint(p, r, p.J @ q - p.aref, False).cost
+    cost = solver.update_constraint(p, r, p.J @ q - p.aref, False).cost
     return cost + 0.5 * (p.M @ q - p.qfrc_smooth) @ (q - p.qacc_smooth)
 
   @jax.jit
@@ -602,7 +603,7 @@ def test_linesearch_polynomials(cone):
   # the cost along the line changes zones in this range
   states = {
     tuple(
-      np.asarray(solver._update_constraint(p, r, p.J @ (qacc + a * search) - p.aref, False).state)
+      np.asarray(solver.update_constraint(p, r, p.J @ (qacc + a * search) - p.aref, False).state)
     )
     for a in (-2.0, 0.0, 2.0)
   }

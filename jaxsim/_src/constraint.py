@@ -1,23 +1,20 @@
 """Constraint rows in fixed slots: equality, friction loss, limits and contacts (mj_makeConstraint).
 
-Every row MuJoCo could instantiate has a slot, in MuJoCo's row order (see `layout`); a row that
-MuJoCo would not instantiate at this state is inactive: `efc_active` False, zero Jacobian, zero
-D, zero aref. Rows of one kind are built together with static NumPy index arrays and scattered
-into their slots. Mirrors MuJoCo 4.0's engine_core_constraint.c: mj_instantiateEquality,
-mj_instantiateFriction, mj_instantiateLimit, mj_instantiateContact, mj_diagApprox,
-mj_makeImpedance and mj_referenceConstraint (with mj_Jdotv).
+Every row MuJoCo could instantiate has a slot, in MuJoCo's row order (the Model's static layout,
+layout.py); a row that MuJoCo would not instantiate at this state is inactive: `efc_active`
+False, zero Jacobian, zero D, zero aref. Rows of one kind are built together with static NumPy
+index arrays and scattered into their slots. Mirrors MuJoCo 4.0's engine_core_constraint.c:
+mj_instantiateEquality, mj_instantiateFriction, mj_instantiateLimit, mj_instantiateContact,
+mj_diagApprox, mj_makeImpedance and mj_referenceConstraint (with mj_Jdotv).
 """
 
 from __future__ import annotations
-
-from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from jaxsim._src import kinematics, math
-from jaxsim._src.collision import driver
 from jaxsim._src.enums import (
   MAXIMP,
   MINIMP,
@@ -29,122 +26,8 @@ from jaxsim._src.enums import (
   JointType,
   ObjType,
 )
+from jaxsim._src.layout import Layout, layout_of
 from jaxsim._src.types import Data, Model
-
-_EQ_ROWS = {EqType.CONNECT: 3, EqType.WELD: 6, EqType.JOINT: 1, EqType.TENDON: 1}
-
-
-class Layout(NamedTuple):
-  """Static row layout in MuJoCo's order: equality, friction loss, limits, contacts.
-
-  Slide/hinge joint and tendon limits have two rows each (lower side, then upper side, as
-  mj_instantiateLimit visits them); ball joint limits one. Per contact slot: condim 1: 1 row,
-  pyramidal: 2*(condim-1) rows, elliptic: condim rows.
-  """
-
-  nefc: int
-  type: np.ndarray  # (nefc,) mjtConstraint
-  id: np.ndarray  # (nefc,) eq, dof, tendon, joint id or contact slot
-  ne: int
-  nf: int
-  contact_efcadr: np.ndarray  # (ncon,) first row of each contact slot
-  contact_nrow: np.ndarray  # (ncon,) rows of each contact slot
-  contact_dim: np.ndarray  # (ncon,) condim of each contact slot
-
-
-def _has_frictionloss(m: Model, kind: str) -> np.ndarray:
-  """Static mask of the dofs or tendons with friction loss rows (mj_instantiateFriction).
-
-  From the static Model field `<kind>_hasfrictionloss` when the compiler provides it, otherwise
-  from the values, which then must be concrete (the Model closed over, not a traced argument).
-  """
-  name = f'{kind}_hasfrictionloss'
-  if name in m.fields():
-    return np.asarray(getattr(m, name)) != 0
-  try:
-    values = np.asarray(getattr(m, f'{kind}_frictionloss'))
-  except jax.errors.TracerArrayConversionError:
-    raise ValueError(
-      f'the constraint layout needs to know which {kind}s have friction loss: the Model needs '
-      f'the static field {name}, or must be closed over instead of passed as a traced argument'
-    ) from None
-  # MuJoCo skips a dof with zero friction loss, a tendon without positive friction loss
-  return values != 0 if kind == 'dof' else values > 0
-
-
-def _contact_slots(m: Model) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-  """(geom1, geom2, condim) of every contact slot (static; geoms -1 where a capped slot's vary)."""
-  if not driver.ncon_max(m):
-    z = np.zeros(0, np.int32)
-    return z, z, z
-  return driver.contact_slots(m)
-
-
-def layout(m: Model) -> Layout:
-  """The static constraint row layout of a model (row counts of mj_makeConstraint, maximal)."""
-  flags = m.opt.disableflags
-  types, ids = [], []
-
-  def add(t: int, i, n=1):
-    types.extend([t] * n)
-    ids.extend([int(i)] * n)
-
-  _, _, cdim = _contact_slots(m)
-  ncon = len(cdim)
-  efcadr = np.full(ncon, -1, np.int32)
-  nrow = np.zeros(ncon, np.int32)
-  if flags & DisableBit.CONSTRAINT or not m.nv:
-    z = np.zeros(0, np.int32)
-    return Layout(0, z, z, 0, 0, efcadr, nrow, cdim)
-
-  if not flags & DisableBit.EQUALITY:
-    for i, t in enumerate(np.asarray(m.eq_type)):
-      if int(t) not in _EQ_ROWS:
-        raise NotImplementedError(
-          f'equality constraint {i} of type {int(t)} (flex) is not supported'
-        )
-      add(ConstraintType.EQUALITY, i, _EQ_ROWS[int(t)])
-  ne = len(types)
-
-  if not flags & DisableBit.FRICTIONLOSS:
-    for i in np.flatnonzero(_has_frictionloss(m, 'dof')):
-      add(ConstraintType.FRICTION_DOF, i)
-    if m.ntendon:
-      for i in np.flatnonzero(_has_frictionloss(m, 'tendon')):
-        add(ConstraintType.FRICTION_TENDON, i)
-  nf = len(types) - ne
-
-  if not flags & DisableBit.LIMIT:
-    jt = np.asarray(m.jnt_type)
-    for i in np.flatnonzero(np.asarray(m.jnt_limited)):
-      if jt[i] in (JointType.SLIDE, JointType.HINGE):
-        add(ConstraintType.LIMIT_JOINT, i, 2)
-      elif jt[i] == JointType.BALL:
-        add(ConstraintType.LIMIT_JOINT, i)
-    if m.ntendon:
-      for i in np.flatnonzero(np.asarray(m.tendon_limited)):
-        add(ConstraintType.LIMIT_TENDON, i, 2)
-
-  if not flags & DisableBit.CONTACT:
-    # vectorised: a scene of many bodies has millions of contact slots
-    dims = np.asarray(cdim, dtype=np.int32)
-    pyramidal = m.opt.cone == ConeType.PYRAMIDAL
-    nrow[:] = np.where(dims == 1, 1, 2 * (dims - 1) if pyramidal else dims)
-    ctype = np.where(
-      dims == 1,
-      ConstraintType.CONTACT_FRICTIONLESS,
-      ConstraintType.CONTACT_PYRAMIDAL if pyramidal else ConstraintType.CONTACT_ELLIPTIC,
-    )
-    efcadr[:] = len(types) + np.concatenate([[0], np.cumsum(nrow)[:-1]]).astype(np.int32)
-    types = np.concatenate([np.asarray(types, np.int32), np.repeat(ctype, nrow)])
-    ids = np.concatenate([np.asarray(ids, np.int32), np.repeat(np.arange(ncon), nrow)])
-
-  typ = np.asarray(types, np.int32)
-  idx = np.asarray(ids, np.int32)
-  for a in (typ, idx, efcadr, nrow, cdim):
-    a.setflags(write=False)
-  return Layout(len(typ), typ, idx, ne, nf, efcadr, nrow, cdim)
-
 
 # ------------------------------------------------------------------------------ helpers
 
@@ -185,7 +68,7 @@ def _eq_anchors(m: Model, d: Data, ids: np.ndarray, weld: bool):
   return p1, p2, b1, b2
 
 
-def _weld_quats(m: Model, d: Data, ids: np.ndarray):
+def weld_quats(m: Model, d: Data, ids: np.ndarray):
   """q0 * relpose (or q0 * site quat) and the frame quaternion of side 1 of welds (n, 4)."""
   site, b1, b2, s1, s2 = _eq_info(m, ids)
   q0 = d.xquat[b1]
@@ -367,7 +250,7 @@ def _equality(m: Model, d: Data, lay: Layout, r: _Rows) -> None:
     jp1, jr1 = kinematics.jac_batch(m, d, p1, jnp.asarray(b1))
     jp2, jr2 = kinematics.jac_batch(m, d, p2, jnp.asarray(b2))
     torquescale = m.eq_data[ids, 10]
-    quat, _, q1, _ = _weld_quats(m, d, ids)
+    quat, _, q1, _ = weld_quats(m, d, ids)
     neg1 = math.quat_neg(q1)
     crot = math.quat_mul(neg1, quat)[:, 1:] * torquescale[:, None]
     # rotation Jacobian: 0.5 * neg(q1) * (jac0 - jac1) * q0 * relpose, column by column
@@ -575,7 +458,8 @@ def adhesion_moment(m: Model, d: Data, body: np.ndarray) -> jax.Array:
   edges averaged), which is the same normal row.
   """
   dtype = d.qpos.dtype
-  g1s, g2s, _ = _contact_slots(m)
+  lay = layout_of(m)
+  g1s, g2s = lay.contact_geom1, lay.contact_geom2
   if not len(g1s) or not m.nv or m.opt.disableflags & (DisableBit.CONSTRAINT | DisableBit.CONTACT):
     return jnp.zeros((len(body), m.nv), dtype)
   gb = np.asarray(m.geom_bodyid)
@@ -608,7 +492,7 @@ def make_constraint(m: Model, d: Data) -> Data:
   efc_KBIP (nefc, 4), efc_active, efc_type, efc_id (nefc,), contact.efc_address and
   contact.mu (ncon,). Needs kinematics, com_pos, tendon and collision.
   """
-  lay = layout(m)
+  lay = layout_of(m)
   nefc, dtype = lay.nefc, d.qpos.dtype
   ncon = len(lay.contact_dim)
   if not nefc:
@@ -733,7 +617,7 @@ def _jdotv(m: Model, d: Data, lay: Layout) -> jax.Array:
     if not weld:
       continue
     torquescale = m.eq_data[ids, 10]
-    q0r, q0, q1, site = _weld_quats(m, d, ids)
+    q0r, q0, q1, site = weld_quats(m, d, ids)
     neg1 = math.quat_neg(q1)
     om1, om2 = d.cvel[b1, :3], d.cvel[b2, :3]
     domega = om1 - om2
@@ -823,7 +707,7 @@ def reference(m: Model, d: Data) -> Data:
   normal by the adhesion), minus Jdot qvel for connect and weld rows (mj_Jdotv); needs com_vel
   (cvel, cdof_dot) for the latter.
   """
-  lay = layout(m)
+  lay = layout_of(m)
   if not lay.nefc:
     return d
   vel = d.efc_J @ d.qvel

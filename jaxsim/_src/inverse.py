@@ -15,8 +15,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxsim._src import constraint, dynamics, integrate, math, passive, sensors, solver, stages
+from jaxsim._src import dynamics, integrate, math, passive, sensors, solver, stages
 from jaxsim._src.enums import DisableBit, EnableBit, IntegratorType
+from jaxsim._src.layout import layout_of, row_classes
 from jaxsim._src.types import Data, Model, check_inputs
 
 
@@ -26,17 +27,16 @@ def inv_constraint(m: Model, d: Data, layout: Any = None) -> Data:
   The force of each row is the soft-constraint law at jar = J qacc - aref (mj_constraintUpdate):
   -D jar for equalities, the Huber law of friction loss, one-sided rows and pyramidal contacts
   active where jar < 0, and elliptic contacts by the cone's three zones. Inactive rows carry no
-  force. `layout` is the static row layout (default `jaxsim._src.constraint.layout(m)`).
+  force. `layout` is the static row layout (default the Model's, `m.layout`; any object with the
+  fields of layout.EfcRows).
   """
-  if layout is None:
-    layout = constraint.layout(m)
-  lay = layout
+  lay = layout_of(m) if layout is None else layout
   if not lay.nefc or not m.nv:
     return d.replace(qfrc_constraint=jnp.zeros(m.nv, d.qacc.dtype))
-  rows = solver._rows(lay)
+  rows = lay.rows if layout is None else row_classes(lay)
   p = solver.problem(d, rows)
   jar = d.efc_J @ d.qacc - d.efc_aref
-  upd = solver._update_constraint(p, rows, jar, False)
+  upd = solver.update_constraint(p, rows, jar, False)
   return d.replace(
     efc_force=upd.force,
     efc_state=upd.state.astype(jnp.int32),
@@ -136,7 +136,7 @@ def compare_fwd_inv(m: Model, d: Data) -> Data:
   are left as inverse dynamics set them and efc_force and qfrc_constraint are restored.
   """
   dtype = d.qacc.dtype
-  if not constraint.layout(m).nefc or not m.nv:
+  if not layout_of(m).nefc or not m.nv:
     return d.replace(solver_fwdinv=jnp.zeros(2, dtype))
   qforce = d.qfrc_applied + d.qfrc_actuator + stages.xfrc_accumulate(m, d)
   inv = inverse_acc(m, d, sensor=False)

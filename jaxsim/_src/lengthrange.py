@@ -22,9 +22,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxsim._src import constraint, dynamics
+from jaxsim._src import dynamics
 from jaxsim._src.enums import MINVAL, DisableBit, IntegratorType, WarningType
 from jaxsim._src.forward import step1, step2
+from jaxsim._src.layout import with_layout
 from jaxsim._src.setconst import FAST_COMPILE
 from jaxsim._src.types import Data, Model, make_data
 from jaxsim.errors import ModelError
@@ -51,9 +52,8 @@ def _search_model(m: Model, opt: dict[str, Any]) -> Model:
   o = m.opt.replace(disableflags=int(_DISABLE), enableflags=0, integrator=integrator)
   if opt['timestep'] > 0:
     o = o.replace(timestep=jnp.asarray(opt['timestep'], m.opt.timestep.dtype))
-  m = m.replace(opt=o)
   # the flags decide which rows exist (limits may have been disabled in the model)
-  return m.replace(nefcmax=constraint.layout(m).nefc)
+  return with_layout(m.replace(opt=o))
 
 
 def _nsteps(timestep: float, inttotal: float) -> np.ndarray:

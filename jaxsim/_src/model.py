@@ -1,11 +1,18 @@
-"""Building a Model from compiled arrays, and the Data that goes with it (mj_makeData)."""
+"""Building a Model from compiled arrays, the Data that goes with it (mj_makeData), and the
+modifiers that return a changed Model (with_options, with_ncon_max, with_max_geom_pairs).
+
+A Model's static layout of contacts and constraint rows (layout.py) is made here, once per
+Model: when it is built, and again by a modifier only where what it changes affects the layout,
+so that no stale size remains.
+"""
 
 from __future__ import annotations
 
 import jax
 
-from jaxsim._src import constraint, lengthrange
-from jaxsim._src.collision import driver, pairs
+from jaxsim._src import layout, lengthrange
+from jaxsim._src.collision import pairs
+from jaxsim._src.enums import ConeType, IntegratorType, SolverType
 from jaxsim._src.setconst import set_const
 from jaxsim._src.types import Data, Model, make_model
 from jaxsim._src.types import make_data as _make_data
@@ -14,12 +21,13 @@ from jaxsim._src.types import make_data as _make_data
 def make_data(m: Model) -> Data:
   """A Data at the model's qpos0, zero velocity, with contact slots and constraint rows sized for
   the model as its options are now (mj_makeData + mj_resetData)."""
-  return _make_data(m, ncon=driver.ncon_max(m), nefc=constraint.layout(m).nefc)
+  lay = layout.layout_of(m)
+  return _make_data(m, ncon=lay.ncon, nefc=lay.nefc)
 
 
 def build(compiled: dict) -> Model:
   """Model from compiled arrays, completed by the qpos0 pass (mj_setConst) and the actuator
-  length-range search (mj_setLengthRange)."""
+  length-range search (mj_setLengthRange), with its static layout."""
   compiled = dict(compiled)
   lr_sim = compiled.pop('lengthrange_sim', ())
   lr_opt = compiled.pop('lengthrange_opt', None)
@@ -27,13 +35,51 @@ def build(compiled: dict) -> Model:
   compiled['collision_pairs'] = pairs.candidate_pairs(compiled)
   compiled['nconmax'] = 0
   compiled['nefcmax'] = 0
+  compiled['layout'] = None
 
   def model() -> Model:
-    m = make_model(compiled)
-    m = m.replace(nconmax=driver.ncon_max(m))
-    return m.replace(nefcmax=constraint.layout(m).nefc)
+    return layout.with_layout(make_model(compiled))
 
   if lr_sim:
     with jax.enable_x64(True):
       compiled['actuator_lengthrange'] = lengthrange.length_range(model(), lr_sim, lr_opt)
   return model()
+
+
+def _relayout(m: Model) -> Model:
+  """m, with its layout made again if what the layout depends on has changed."""
+  lay = getattr(m, 'layout', None)
+  if lay is not None and lay.options == layout.options_key(m):
+    return m
+  return layout.with_layout(m)
+
+
+def with_options(m: Model, **options) -> Model:
+  """The model with some `opt` fields replaced (e.g. integrator='euler', iterations=2,
+  disableflags=...), its layout of contacts and constraint rows (and so its Data sizes) made
+  again where they change; make a new Data for it."""
+  enums = {'integrator': IntegratorType, 'solver': SolverType, 'cone': ConeType}
+  opt = m.opt
+  for k, v in options.items():
+    if k in enums and isinstance(v, str):
+      v = enums[k][v.upper()]
+    opt = opt.replace(**{k: int(v) if k in type(opt).STATIC else v})
+  return _relayout(m.replace(opt=opt))
+
+
+def with_ncon_max(m: Model, n: int | None) -> Model:
+  """The model with a contact budget of n slots per condim class (None: the default estimate,
+  -1: every collider slot), its layout and Data sizes (nconmax, nefcmax) made again; make a new
+  Data for it."""
+  return layout.with_layout(m.replace(collision_pairs={**m.collision_pairs, 'nconmax': n}))
+
+
+def with_max_geom_pairs(m: Model, n: int | None) -> Model:
+  """The model with n pairs per collider group through the collider each step (MJX's custom
+  numeric max_geom_pairs; -1: every pair, exactly MuJoCo's contacts at any state; None:
+  broadphase.limit's default). The contact slots do not change: the layout is kept."""
+  cp = dict(m.collision_pairs)
+  cp.pop('max_geom_pairs', None)
+  if n is not None:
+    cp['max_geom_pairs'] = int(n)
+  return _relayout(m.replace(collision_pairs=cp))

@@ -16,18 +16,9 @@ import numpy as np
 
 from jaxsim._src import constraint, math, passive
 from jaxsim._src import tendon as tendon_
-from jaxsim._src.collision import driver
 from jaxsim._src.enums import ConeType, ConstraintType, DisableBit, EqType, ObjType, TrnType
+from jaxsim._src.layout import layout_of
 from jaxsim._src.types import Data, Model
-
-
-def contact_slots(m: Model) -> tuple[np.ndarray, np.ndarray]:
-  """Static (geom1, geom2) (ncon,) of every contact slot; -1 where a capped slot's geoms vary."""
-  if not driver.ncon_max(m):
-    z = np.zeros(0, np.int32)
-    return z, z
-  g1, g2, _ = driver.contact_slots(m)
-  return g1, g2
 
 
 def contact_force(m: Model, d: Data) -> jax.Array:
@@ -38,7 +29,7 @@ def contact_force(m: Model, d: Data) -> jax.Array:
   interface force: the solver's minus the contact's adhesion (MuJoCo 4), negative under tension;
   an adhesive contact in its gap band has its one, frictionless row.
   """
-  lay = constraint.layout(m)
+  lay = layout_of(m)
   ncon = len(lay.contact_dim)
   dtype = d.qpos.dtype
   out = jnp.zeros((ncon, 6), dtype)
@@ -76,8 +67,7 @@ def _to_com(m: Model, d: Data, cfrc: jax.Array, point: jax.Array, body: np.ndarr
 def _ext_contacts(m: Model, d: Data) -> jax.Array:
   """cfrc_ext (nbody, 6) of the contact forces: opposite on geom1's body, along on geom2's."""
   out = jnp.zeros((m.nbody, 6), d.qpos.dtype)
-  g1, g2 = contact_slots(m)
-  if not g1.size or m.opt.disableflags & (DisableBit.CONSTRAINT | DisableBit.CONTACT):
+  if not layout_of(m).ncon or m.opt.disableflags & (DisableBit.CONSTRAINT | DisableBit.CONTACT):
     return out
   lfrc = contact_force(m, d)
   frame = d.contact.frame
@@ -102,7 +92,7 @@ def _ext_contacts(m: Model, d: Data) -> jax.Array:
 def _ext_equality(m: Model, d: Data) -> jax.Array:
   """cfrc_ext (nbody, 6) of connect and weld constraint forces at their anchors."""
   out = jnp.zeros((m.nbody, 6), d.qpos.dtype)
-  lay = constraint.layout(m)
+  lay = layout_of(m)
   if not lay.ne:
     return out
   eq_type = np.asarray(m.eq_type)
@@ -119,7 +109,7 @@ def _ext_equality(m: Model, d: Data) -> jax.Array:
     if weld:
       # the rotational rows act through 0.5 neg(q1) (w1 - w2) q0 relpose torquescale (their
       # Jacobian): the torque on body 1 is that map's transpose applied to their forces
-      quat, _, q1, _ = constraint._weld_quats(m, d, sel)
+      quat, _, q1, _ = constraint.weld_quats(m, d, sel)
       axes = jnp.concatenate([jnp.zeros((3, 1), f.dtype), jnp.eye(3, dtype=f.dtype)], axis=1)
       neg1 = math.quat_neg(q1)[:, None]
       rot = math.quat_mul(math.quat_mul(neg1, axes[None]), quat[:, None])[..., 1:]  # (n, 3, 3)
@@ -164,7 +154,7 @@ def tendon_force(m: Model, d: Data) -> jax.Array:
     act = np.flatnonzero(np.asarray(m.actuator_trntype) == TrnType.TENDON)
     target = np.asarray(m.actuator_trnid)[act, 0]
     frc = frc.at[target].add(m.actuator_gear[act, 0] * d.actuator_force[act])
-  lay = constraint.layout(m)
+  lay = layout_of(m)
   # each row's coefficient on the tendon's Jacobian (friction +1, limit -side, equality 1 / -poly')
   rows = np.flatnonzero(lay.type == ConstraintType.FRICTION_TENDON)
   frc = frc.at[lay.id[rows]].add(d.efc_force[rows])
@@ -194,7 +184,7 @@ def _ext_tendons(m: Model, d: Data) -> jax.Array:
   out = jnp.zeros((m.nbody, 6), d.qpos.dtype)
   if not m.ntendon:
     return out
-  path = tendon_._parse(m)
+  path = tendon_.parse(m)
   if path.sites is None and path.geoms is None:
     return out
   frc = tendon_force(m, d)
@@ -205,11 +195,11 @@ def _ext_tendons(m: Model, d: Data) -> jax.Array:
       continue
     x0, x1 = d.site_xpos[g.site0], d.site_xpos[g.site1]
     b0, b1 = sb[g.site0], sb[g.site1]
-    inv = tendon_._inv_divisor(m, g, x0.dtype)
+    inv = tendon_.inv_divisor(m, g, x0.dtype)
     if g is path.sites:
       pieces.append((x0, b0, x1, b1, inv, g.tendon))
       continue
-    wlen, w0, w1 = tendon_._geom_wrap(m, d, g)
+    wlen, w0, w1 = tendon_.geom_wrap(m, d, g)
     on, off = jnp.where(wlen >= 0, inv, 0.0), jnp.where(wlen >= 0, 0.0, inv)
     bg = gb[g.geom]
     pieces += [(x0, b0, x1, b1, off, g.tendon), (x0, b0, w0, bg, on, g.tendon)]

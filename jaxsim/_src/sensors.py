@@ -19,7 +19,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxsim._src import constraint, math, passive, ray, rne_post, touchgrid
+from jaxsim._src import math, passive, ray, rne_post, touchgrid
+from jaxsim._src.collision import distance
 from jaxsim._src.enums import (
   MINVAL,
   CamLight,
@@ -32,6 +33,7 @@ from jaxsim._src.enums import (
   Stage,
   TrnType,
 )
+from jaxsim._src.layout import layout_of
 from jaxsim._src.types import Data, Model
 
 S = SensorType
@@ -73,8 +75,6 @@ def unsupported(m: Model) -> list[str]:
     out.append(f'{SensorType(t).name.lower()} sensors')
   coll = np.flatnonzero(np.isin(stype, _COLLISION))
   if coll.size:
-    from jaxsim._src.collision import distance
-
     row, _, g1, g2 = _geom_pairs(m, coll)
     bad = distance.methods(m, g1, g2) == distance.HFIELD
     for s in np.unique(coll[row[bad]]):
@@ -277,7 +277,7 @@ def _limit_rows(m: Model, ids: np.ndarray, kind: int):
   A slide/hinge joint or tendon has a lower-side and an upper-side row, a ball joint one; rows
   of one kind are in object order, so each object's rows are found by binary search.
   """
-  lay = constraint.layout(m)
+  lay = layout_of(m)
   obj = _objid(m, ids)
   cand = np.flatnonzero(lay.type == kind)
   lo = np.searchsorted(lay.id[cand], obj, 'left')
@@ -385,7 +385,8 @@ def _site_wrench(m: Model, d: Data, ids: np.ndarray) -> jax.Array:
 def _touch(m: Model, d: Data, ids: np.ndarray) -> jax.Array:
   """Normal forces of contacts on the site's body whose force ray meets the site volume."""
   out = jnp.zeros(len(ids), d.qpos.dtype)
-  g1, g2 = rne_post.contact_slots(m)
+  lay = layout_of(m)
+  g1, g2 = lay.contact_geom1, lay.contact_geom2
   if not g1.size:
     return out[:, None]
   site = _objid(m, ids)
@@ -490,8 +491,6 @@ def _collision(m: Model, d: Data, ids: np.ndarray) -> jax.Array:
   first pair closer than all others and than the cutoff gives the distance (else the cutoff) and
   the segment (else zero), whose direction, normalized, is the normal (zero stays zero).
   """
-  from jaxsim._src.collision import distance
-
   cutoff = m.sensor_cutoff[ids]
   stype = np.asarray(m.sensor_type)[ids]
   row, slot, g1, g2 = _geom_pairs(m, ids)
@@ -587,7 +586,8 @@ def _contact_candidates(m: Model, ids: np.ndarray) -> tuple[np.ndarray, np.ndarr
   Slots tied to geom pairs are matched statically (the site's volume aside); capped slots,
   whose geoms vary, are all candidates.
   """
-  g1, g2 = rne_post.contact_slots(m)
+  lay = layout_of(m)
+  g1, g2 = lay.contact_geom1, lay.contact_geom2
   n = len(ids)
   if not g1.size:
     return np.zeros((n, 0), np.int64), np.zeros((n, 0), bool)
@@ -608,20 +608,16 @@ def _contact_order(m: Model, d: Data) -> tuple[jax.Array, jax.Array]:
 
   Uncapped slots already are in that order. A capped model keeps each condim class's contacts
   in order but the classes apart: each contact is ranked by its geom pair's first collider slot
-  (driver.slot_order), then by its slot (a pair's contacts are in one class, in order).
+  (Layout.slot_order), then by its slot (a pair's contacts are in one class, in order).
   """
   ncon = d.contact.dist.shape[0]
   slot = jnp.arange(ncon)
-  g1, _ = rne_post.contact_slots(m)
-  if (g1 >= 0).all():
+  lay = layout_of(m)
+  if (lay.contact_geom1 >= 0).all():
     return slot, jnp.zeros(ncon, slot.dtype)
-  from jaxsim._src.collision import driver
-
-  grps = driver.groups(m)
-  order = driver.slot_order(m, grps)
-  cat = lambda k: np.concatenate([np.repeat(g[k], g['nslot']) for g in grps])[order]  # noqa: E731
   ngeom = int(m.ngeom)
-  keys, first = np.unique(cat('geom1').astype(np.int64) * ngeom + cat('geom2'), return_index=True)
+  pair = lay.slot_geom1.astype(np.int64) * ngeom + lay.slot_geom2
+  keys, first = np.unique(pair, return_index=True)
   k = d.contact.geom1.astype(keys.dtype) * ngeom + d.contact.geom2
   pos = jnp.clip(jnp.searchsorted(jnp.asarray(keys), k), 0, len(keys) - 1)
   return jnp.asarray(first)[pos], slot

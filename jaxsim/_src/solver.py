@@ -28,69 +28,12 @@ from jaxsim._src.enums import (
   MINVAL,
   ConeType,
   ConstraintState,
-  ConstraintType,
   DisableBit,
   SolverType,
 )
+from jaxsim._src.layout import RowClasses, layout_of, row_classes
 from jaxsim._src.math import safe_norm
 from jaxsim._src.types import Data, Model
-
-
-class _Rows(NamedTuple):
-  """Static row classes of a constraint layout (NumPy).
-
-  eq, fri, one (nefc,): equality, friction-loss and one-sided (limit, frictionless, pyramidal)
-  rows; con (nell,): contact slots with an elliptic cone; rows (nell, 6): their rows, padded with
-  nefc; rmask (nell, 6): real rows; tmask (nell, 5): real tangent directions.
-  """
-
-  nefc: int
-  eq: np.ndarray
-  fri: np.ndarray
-  one: np.ndarray
-  con: np.ndarray
-  rows: np.ndarray
-  rmask: np.ndarray
-  tmask: np.ndarray
-
-
-def _rows(layout: Any) -> _Rows:
-  """Static row classes from the layout (rows in MuJoCo's order: ne, nf prefix)."""
-  nefc = int(layout.nefc)
-  typ = np.asarray(layout.type).reshape(nefc)
-  idx = np.arange(nefc)
-  ne, nf = int(layout.ne), int(layout.nf)
-  eq = idx < ne
-  fri = (idx >= ne) & (idx < ne + nf)
-  one = (
-    ~eq
-    & ~fri
-    & np.isin(
-      typ,
-      (
-        ConstraintType.LIMIT_JOINT,
-        ConstraintType.LIMIT_TENDON,
-        ConstraintType.CONTACT_FRICTIONLESS,
-        ConstraintType.CONTACT_PYRAMIDAL,
-      ),
-    )
-  )
-  adr = np.asarray(layout.contact_efcadr, dtype=np.int64).reshape(-1)
-  dim = np.asarray(layout.contact_dim, dtype=np.int64).reshape(-1)
-  ell = np.array(
-    [
-      dim[c] > 1 and 0 <= adr[c] < nefc and typ[adr[c]] == ConstraintType.CONTACT_ELLIPTIC
-      for c in range(len(adr))
-    ],
-    dtype=bool,
-  ).reshape(-1)
-  con = np.flatnonzero(ell)
-  j = np.arange(6)
-  rmask = j[None, :] < dim[con][:, None]
-  rows = np.where(rmask, adr[con][:, None] + j[None, :], nefc)
-  if not np.array_equal(np.sort(rows[rmask]), idx[typ == ConstraintType.CONTACT_ELLIPTIC]):
-    raise ValueError('layout: elliptic contact rows do not match the rows of type CONTACT_ELLIPTIC')
-  return _Rows(nefc, eq, fri, one, con, rows, rmask, rmask[:, 1:])
 
 
 class _Problem(NamedTuple):
@@ -110,13 +53,13 @@ class _Problem(NamedTuple):
   qacc_smooth: jax.Array  # (nv,)
 
 
-def _gather(x: jax.Array, r: _Rows) -> jax.Array:
+def _gather(x: jax.Array, r: RowClasses) -> jax.Array:
   """Rows of the elliptic contacts, (nell, 6, ...) with zeros in padded slots."""
   pad = jnp.zeros((1,) + x.shape[1:], dtype=x.dtype)
   return jnp.concatenate([x, pad])[r.rows] * r.rmask.reshape(r.rmask.shape + (1,) * (x.ndim - 1))
 
 
-def _scatter(xc: jax.Array, r: _Rows, fill: jax.Array) -> jax.Array:
+def _scatter(xc: jax.Array, r: RowClasses, fill: jax.Array) -> jax.Array:
   """Writes per-contact rows (nell, 6) back into a row vector (nefc,)."""
   return fill.at[r.rows.reshape(-1)].set(xc.reshape(-1), mode='drop')
 
@@ -144,7 +87,7 @@ class _Update(NamedTuple):
   hc: jax.Array  # (nell, 6, 6) cone Hessians of contacts in the middle zone
 
 
-def _update_constraint(p: _Problem, r: _Rows, jar: jax.Array, cone_hessian: bool) -> _Update:
+def update_constraint(p: _Problem, r: RowClasses, jar: jax.Array, cone_hessian: bool) -> _Update:
   """efc_force, efc_state, constraint cost and cone Hessians at jar (mj_constraintUpdate_impl)."""
   D, floss, act = p.D, p.floss, p.active
   # friction loss: Huber in jar with bound R*floss
@@ -227,7 +170,7 @@ def _update_constraint(p: _Problem, r: _Rows, jar: jax.Array, cone_hessian: bool
   return _Update(force, state, cost, hc)
 
 
-def _hessian(p: _Problem, r: _Rows, upd: _Update) -> jax.Array:
+def _hessian(p: _Problem, r: RowClasses, upd: _Update) -> jax.Array:
   """Cholesky factor of H = M + J' D_quadratic J + cone Hessians (MakeHessian, HessianCone)."""
   dq = jnp.where(upd.state == ConstraintState.QUADRATIC, p.D, 0.0)
   h = p.M + p.J.T @ (dq[:, None] * p.J)
@@ -280,7 +223,9 @@ def _one_island(nv: int, nefc: int) -> _Isl:
   return _Isl(jnp.zeros(nv, jnp.int32), jnp.zeros(nefc, jnp.int32), 1)
 
 
-def _prepare(p: _Problem, r: _Rows, jaref, jv, search, ma, mv, isl: _Isl | None = None) -> _Line:
+def _prepare(
+  p: _Problem, r: RowClasses, jaref, jv, search, ma, mv, isl: _Isl | None = None
+) -> _Line:
   """Quadratic polynomials of each cost term along the search direction (PrimalPrepare)."""
   if isl is None:
     isl = _one_island(ma.shape[0], jaref.shape[0])
@@ -449,7 +394,7 @@ class _LS(NamedTuple):
   res: jax.Array
 
 
-def _linesearch(p: _Problem, r: _Rows, ln: _Line, snorm, gtol, ls_iterations: int, skip):
+def _linesearch(p: _Problem, r: RowClasses, ln: _Line, snorm, gtol, ls_iterations: int, skip):
   """Step length and improvement of each island along the search direction (PrimalSearch).
 
   snorm, gtol, skip (nisl,); returns alpha and improvement (nisl,). MuJoCo's sequence: p0, the
@@ -586,7 +531,7 @@ class _Ctx(NamedTuple):
   niter: jax.Array  # int32
 
 
-def _primal(cfg: _Config, r: _Rows, p: _Problem, x: _Path):
+def _primal(cfg: _Config, r: RowClasses, p: _Problem, x: _Path):
   """qacc (nv,), efc_force (nefc,), efc_state (nefc,), solver_niter (mj_solPrimal).
 
   The warm start, then Newton or CG iterations in a while loop until MuJoCo's stopping tests
@@ -618,7 +563,7 @@ def _primal(cfg: _Config, r: _Rows, p: _Problem, x: _Path):
   if cfg.warmstart:
     ws = x.qacc_warmstart
     jar = jnp.stack([p.J @ ws - p.aref, p.J @ p.qacc_smooth - p.aref])
-    cost = jax.vmap(lambda j: _update_constraint(p, r, j, False).cost)(jar)
+    cost = jax.vmap(lambda j: update_constraint(p, r, j, False).cost)(jar)
     qacc = jnp.where(cost[0] + gauss(ws, p.M @ ws) > cost[1], p.qacc_smooth, ws)
   else:
     qacc = p.qacc_smooth
@@ -626,7 +571,7 @@ def _primal(cfg: _Config, r: _Rows, p: _Problem, x: _Path):
 
   def evaluate(ma, jaref):
     """Forces, states, cost gradient and preconditioned gradient at a point."""
-    upd = _update_constraint(p, r, jaref, cfg.newton and cfg.ellipse)
+    upd = update_constraint(p, r, jaref, cfg.newton and cfg.ellipse)
     grad = ma - p.qfrc_smooth - p.J.T @ upd.force
     if cfg.newton:
       mgrad = jax.scipy.linalg.cho_solve((_hessian(p, r, upd), True), grad)
@@ -702,12 +647,12 @@ def _primal(cfg: _Config, r: _Rows, p: _Problem, x: _Path):
   return ctx.qacc, ctx.force, ctx.state.astype(jnp.int32), jnp.max(ctx.niter)
 
 
-def _force(r: _Rows, p: _Problem, qacc: jax.Array) -> jax.Array:
+def _force(r: RowClasses, p: _Problem, qacc: jax.Array) -> jax.Array:
   """efc_force (nefc,) at qacc, with the zones of qacc: the rows' part of the cost gradient."""
-  return _update_constraint(p, r, p.J @ qacc - p.aref, False).force
+  return update_constraint(p, r, p.J @ qacc - p.aref, False).force
 
 
-def _primal_jvp(cfg: _Config, r: _Rows, primals, tangents, run=None):
+def _primal_jvp(cfg: _Config, r: RowClasses, primals, tangents, run=None):
   """Tangents of qacc and efc_force by implicit differentiation of the optimality condition.
 
   At the solution, MuJoCo's cost gradient g = M qacc - qfrc_smooth - J' efc_force(J qacc - aref)
@@ -722,7 +667,7 @@ def _primal_jvp(cfg: _Config, r: _Rows, primals, tangents, run=None):
   p, x = primals
   dp, _ = tangents
   qacc, force, state, niter = (run or functools.partial(_primal, cfg, r))(p, x)
-  upd = _update_constraint(p, r, p.J @ qacc - p.aref, cfg.ellipse)
+  upd = update_constraint(p, r, p.J @ qacc - p.aref, cfg.ellipse)
   chol = _hessian(p, r, upd)
   _, dforce_p = jax.jvp(lambda p_: _force(r, p_, qacc), (p,), (dp,))
   dg = dp.M @ qacc - dp.qfrc_smooth - dp.J.T @ force - p.J.T @ dforce_p
@@ -773,12 +718,12 @@ def _pgs_path(m: Model, d: Data, blk: pgs.Blocks, p: _Problem) -> _PGSPath:
   return _PGSPath(d.qLD, d.qacc_warmstart, m.opt.tolerance, label, inertia)
 
 
-def _pgs(cfg: _Config, r: _Rows, blk: pgs.Blocks, p: _Problem, x: _PGSPath):
+def _pgs(cfg: _Config, r: RowClasses, blk: pgs.Blocks, p: _Problem, x: _PGSPath):
   """qacc, efc_force, efc_state, solver_niter of the PGS solver (mj_solPGS, mj_dualFinish)."""
   jw = p.J @ x.qacc_warmstart - p.aref
   if cfg.warmstart:
     # the primal forces at qacc_warmstart, or zero where their dual cost is not negative
-    f = _update_constraint(p, r, jw, False).force
+    f = update_constraint(p, r, jw, False).force
     b = jnp.where(p.active, p.J @ p.qacc_smooth - p.aref, 0.0)
     arf = p.J @ jax.scipy.linalg.cho_solve((x.qLD, True), p.J.T @ f) + p.R * f
     f = jnp.where(f @ b + 0.5 * f @ arf > 0, 0.0, f)
@@ -807,7 +752,7 @@ def _pgs(cfg: _Config, r: _Rows, blk: pgs.Blocks, p: _Problem, x: _PGSPath):
   return qacc, force, state, niter
 
 
-def problem(d: Data, r: _Rows) -> _Problem:
+def problem(d: Data, r: RowClasses) -> _Problem:
   """The solver's per-row inputs at d: constraint rows, contact cones, inertia, smooth forces."""
   dtype = d.qacc_smooth.dtype
   con = d.contact
@@ -842,7 +787,8 @@ def solve(m: Model, d: Data, layout: Any = None) -> Data:
 
   Reads efc_J (nefc, nv), efc_D, efc_R, efc_frictionloss, efc_aref, efc_active (nefc,), qM and its
   Cholesky factor qLD (nv, nv), qfrc_smooth, qacc_smooth, qacc_warmstart (nv,), contact mu and
-  friction; `layout` is the static row layout (default `jaxsim._src.constraint.layout(m)`).
+  friction; `layout` is the static row layout (default the Model's, `m.layout`; any object with
+  the fields of layout.EfcRows).
   Newton and CG: monolithic solve (MuJoCo with islands disabled); PGS: per constraint island, as
   MuJoCo (`jaxsim.pgs`). Rows with efc_active False take no part. Improvement and gradient tests
   are scaled by 1 / trace(qM), as mujoco 4.0.0 does (PGS: by 1 / the island's sum of diag(M)).
@@ -850,10 +796,10 @@ def solve(m: Model, d: Data, layout: Any = None) -> Data:
   solution by implicit differentiation (`_primal_jvp`), not of the iterations.
   """
   if layout is None:
-    from jaxsim._src import constraint
-
-    layout = constraint.layout(m)
-  r = _rows(layout)
+    layout = layout_of(m)
+    r = layout.rows
+  else:
+    r = row_classes(layout)
   nv, nefc = m.nv, r.nefc
   dtype = d.qacc_smooth.dtype
   if d.efc_J.shape != (nefc, nv):
@@ -896,7 +842,7 @@ def solve(m: Model, d: Data, layout: Any = None) -> Data:
     # its efc_state is left as the warm start's last mj_constraintUpdate wrote it, the zones at
     # qacc_smooth
     jar = p.J @ p.qacc_smooth - p.aref
-    state = _update_constraint(p, r, jar, False).state.astype(jnp.int32)
+    state = update_constraint(p, r, jar, False).state.astype(jnp.int32)
   if m.opt.noslip_iterations > 0:
     # the islands found for the main solve (unused labels get a unit inertia: they have no rows)
     row, inertia = (x.label, x.inertia) if solver == SolverType.PGS else (row, inertia)

@@ -25,6 +25,7 @@ from jaxsim._src import (
 )
 from jaxsim._src.collision import driver
 from jaxsim._src.enums import DisableBit, EnableBit, IntegratorType, TrnType
+from jaxsim._src.layout import layout_of
 from jaxsim._src.types import Data, Model
 
 
@@ -119,7 +120,7 @@ def fwd_acceleration(m: Model, d: Data) -> Data:
 def fwd_constraint(m: Model, d: Data) -> Data:
   """Constraint forces and qacc from the solver; qacc_smooth without rows (mj_fwdConstraint)."""
 
-  if not constraint.layout(m).nefc:
+  if not layout_of(m).nefc:
     return d.replace(qacc=d.qacc_smooth, qfrc_constraint=jnp.zeros_like(d.qfrc_smooth))
   return solver.solve(m, d)
 

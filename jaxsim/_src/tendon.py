@@ -56,7 +56,7 @@ class _Path:
   item_site: np.ndarray  # site of a last-site item, else -1
 
 
-def _parse(m: Model) -> _Path:
+def parse(m: Model) -> _Path:
   """Walks every tendon path as mj_tendon does and records segments and wrap_xpos items."""
   # wrap_prm (divisors, sidesite ids) is a dynamic float leaf: only its indices are recorded
   wtype, objid = np.asarray(m.wrap_type), np.asarray(m.wrap_objid)
@@ -341,7 +341,7 @@ def _static(x) -> np.ndarray | None:
     return None
 
 
-def _inv_divisor(m: Model, g: _Segments, dtype) -> jax.Array:
+def inv_divisor(m: Model, g: _Segments, dtype) -> jax.Array:
   """1 / divisor of the pulley branch each segment is on (1 before any pulley), (n,)."""
   if not (g.pulley >= 0).any():
     return jnp.ones(len(g.pulley), dtype=dtype)
@@ -351,7 +351,7 @@ def _inv_divisor(m: Model, g: _Segments, dtype) -> jax.Array:
   return (1.0 / divisor).astype(dtype)
 
 
-def _geom_wrap(m: Model, d: Data, g: _Segments):
+def geom_wrap(m: Model, d: Data, g: _Segments):
   """mju_wrap on every site-geom-site segment: (length or -1 (n,), tangent points (n, 3) x 2)."""
   side = jnp.round(m.wrap_prm[g.wrapid]).astype(jnp.int32)
   # the inside-wrap solve is compiled only if some side site may be inside its geom
@@ -381,7 +381,7 @@ def tendon(m: Model, d: Data) -> Data:
   """
   if not m.ntendon:
     return d
-  path = _parse(m)
+  path = parse(m)
   dtype = d.qpos.dtype
   nten, nv = m.ntendon, m.nv
   length = jnp.zeros(nten, dtype=dtype)
@@ -404,12 +404,12 @@ def tendon(m: Model, d: Data) -> Data:
       continue
     x0, x1 = d.site_xpos[g.site0], d.site_xpos[g.site1]
     b0, b1 = site_bodyid[g.site0], site_bodyid[g.site1]
-    inv = _inv_divisor(m, g, dtype)
+    inv = inv_divisor(m, g, dtype)
     seg_len = math.safe_norm(x1 - x0)
     if g is path.sites:
       pieces.append((x0, b0, x1, b1, inv, g.tendon))
     else:
-      wlen, w0, w1 = _geom_wrap(m, d, g)
+      wlen, w0, w1 = geom_wrap(m, d, g)
       wrapped = wlen >= 0
       bg = geom_bodyid[g.geom]
       wrap_len = math.safe_norm(w0 - x0) + wlen + math.safe_norm(x1 - w1)
@@ -518,7 +518,7 @@ def tendon_dot(m: Model, d: Data) -> jax.Array:
   out = jnp.zeros((m.ntendon, m.nv), dtype=dtype)
   if not m.ntendon or not m.nv:
     return out
-  g = _parse(m).sites
+  g = parse(m).sites
   if g is None:
     return out
   site_bodyid = np.asarray(m.site_bodyid)
@@ -532,7 +532,7 @@ def tendon_dot(m: Model, d: Data) -> jax.Array:
   jac0, _ = kinematics.jac_batch(m, d, x0, jnp.asarray(b0))
   jac1, _ = kinematics.jac_batch(m, d, x1, jnp.asarray(b1))
   rows = jnp.einsum('ni,nij->nj', dpnt, jd) + jnp.einsum('ni,nij->nj', dvel, jac1 - jac0)
-  rows = jnp.where((b0 != b1)[:, None], rows, 0.0) * _inv_divisor(m, g, dtype)[:, None]
+  rows = jnp.where((b0 != b1)[:, None], rows, 0.0) * inv_divisor(m, g, dtype)[:, None]
   return out.at[g.tendon].add(rows)
 
 

@@ -33,7 +33,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import jaxsim
-from jaxsim import ConeType, Data, DisableBit, IntegratorType, Model, SolverType
+from jaxsim import Data, DisableBit, IntegratorType, Model
 
 
 def model_path(name: str) -> str:
@@ -89,7 +89,7 @@ class Env:
   """A functional environment on a Model: subclass it and define the task's hooks.
 
   Args:
-    model: the Model to simulate (its options as given; see `with_options`).
+    model: the Model to simulate (its options as given; see `jaxsim.with_options`).
     frame_skip: physics steps per action (the control period is frame_skip * timestep).
     episode_length: steps after which an episode is truncated.
     auto_reset: reset ended episodes inside `step` (turn off to inspect terminal states).
@@ -222,17 +222,6 @@ class Env:
     return State(data, obs, reward, done.astype(obs.dtype), metrics, info)
 
 
-def with_options(model: Model, **options) -> Model:
-  """The model with some `opt` fields replaced (e.g. integrator='euler', iterations=2)."""
-  enums = {'integrator': IntegratorType, 'solver': SolverType, 'cone': ConeType}
-  opt = model.opt
-  for k, v in options.items():
-    if k in enums and isinstance(v, str):
-      v = enums[k][v.upper()]
-    opt = opt.replace(**{k: int(v) if k in type(opt).STATIC else v})
-  return model.replace(opt=opt)
-
-
 # RL-speed physics: a semi-implicit Euler step and a short solver run, enough for the cart's
 # rail limit (one row, which Newton solves in one iteration); the sensors are not observed.
 _FAST = {'integrator': IntegratorType.EULER, 'iterations': 2, 'ls_iterations': 4}
@@ -255,11 +244,11 @@ class _Cartpole(Env):
       model = jaxsim.load(model)
     flags = model.opt.disableflags
     if fast_physics:
-      model = with_options(model, **_FAST)
+      model = jaxsim.with_options(model, **_FAST)
       flags |= DisableBit.SENSOR
     if not constraints:
       flags |= DisableBit.CONSTRAINT
-    model = with_options(model, disableflags=flags)
+    model = jaxsim.with_options(model, disableflags=flags)
     kwargs.setdefault('frame_skip', 2)
     super().__init__(model, **kwargs)
 

@@ -68,7 +68,7 @@ def _ccd(m: Model, d: Data, g1: np.ndarray, g2: np.ndarray, distmax: jax.Array):
     type2=types[1],
     verts1=tab1,
     verts2=tab2,
-    **driver._ccd_options(m),
+    **driver.ccd_options(m),
   )
 
 
@@ -84,8 +84,8 @@ def _primitive(m: Model, d: Data, g1: np.ndarray, g2: np.ndarray, distmax: jax.A
   for key in np.unique(keys, axis=0):
     sel = np.flatnonzero((keys == key).all(axis=1))
     fn = primitive.COLLIDERS[(GeomType(int(key[0])), GeomType(int(key[1])))]
-    info1 = driver._geom_info(m, d, g1[sel], -1)
-    info2 = driver._geom_info(m, d, g2[sel], int(key[2]))
+    info1 = driver.geom_info(m, d, g1[sel], -1)
+    info2 = driver.geom_info(m, d, g2[sel], int(key[2]))
     c = jax.vmap(fn)(info1, info2, distmax[sel])
     # the first of the deepest contacts closer than distmax
     k = jnp.argmin(c.dist, axis=1)

@@ -1,25 +1,16 @@
 """Runs every candidate geom pair through its collider into fixed contact slots (mj_collision).
 
 Candidate pairs (pairs.py) are grouped by collider, and for meshes by mesh, for height fields by
-height field, at trace time; each group is one vmapped collider call that fills its pairs' slots.
-A slot holds a contact when its collider emitted one and the pair passed the bounding-sphere
-and oriented-box tests. Groups of many GJK/EPA pairs collide only the pairs nearest by their
-bounding volumes (broadphase.py). Contact parameters are mixed from the geoms (or taken from the
-<pair>) as mj_contactParam.
+height field, once per Model (the static layout, layout.py); each group is one vmapped collider
+call that fills its pairs' slots. A slot holds a contact when its collider emitted one and the
+pair passed the bounding-sphere and oriented-box tests. Groups of many GJK/EPA pairs collide only
+the pairs nearest by their bounding volumes (broadphase.py). Contact parameters are mixed from
+the geoms (or taken from the <pair>) as mj_contactParam.
 
-Contact budget: most candidate pairs never touch at the same time, so the slots of all pairs are
-compacted into `ncon_max(m)` slots (like MJX's and MuJoCo Warp's nconmax), per condim so that
-each slot keeps a static number of constraint rows: the active contacts of a condim class keep
-their slot order, and when there are more than the class has slots the deepest are kept and
-Data.warning[mjWARN_CONTACTFULL] counts the overflow. The budget is asked for by
-`with_ncon_max` (a number, or an estimate of the contacts the model can have at once) or by MJCF
-<size nconmax> where every slot would cost more than LEGACY_FACTOR times its rows (MuJoCo 4 reads
-nconmax but keeps every contact); without one, every collider slot is a Data.contact slot, unless
-the constraint Jacobian of all those slots would pass AUTO_BUDGET_BYTES per world (a scene of
-hundreds of free bodies has hundreds of thousands of candidate pairs): then each condim class
-keeps its share of the slots whose rows fit in it, or the estimate if larger. A budget bounds
-each condim class, and Data.contact then holds the classes one after the other: MuJoCo's order
-within a class only.
+The contact budget (layout.py) compacts the collider slots of all pairs into Data.contact's
+slots, per condim class: the active contacts of a class keep their slot order, and when there are
+more than the class has slots the deepest are kept and Data.warning[mjWARN_CONTACTFULL] counts the
+overflow.
 """
 
 from __future__ import annotations
@@ -32,23 +23,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxsim._src.collision import broadphase, hfield, primitive
+from jaxsim._src.collision import broadphase, convex, hfield
 from jaxsim._src.collision import support as sp
 from jaxsim._src.collision.geom import NO_CONTACT, Contacts, GeomInfo, mesh_graph_arrays
-from jaxsim._src.enums import MINMU, MINVAL, ConeType, DisableBit, EnableBit, GeomType, WarningType
+from jaxsim._src.enums import MINMU, MINVAL, DisableBit, EnableBit, GeomType, WarningType
+from jaxsim._src.layout import Budget, layout_of, pair_condim, supported
 from jaxsim._src.types import Data, Model
 
-MIN_BUDGET = 8  # slots of a condim class the default budget never goes below
-# dense efc_J (rows x nv, float64) above which a model given no budget gets the estimate
-AUTO_BUDGET_BYTES = 256 * 2**20
-# MJCF <size nconmax> (legacy; MuJoCo 4 keeps every contact) becomes a budget only where every
-# collider slot would have more than this many times the budget's constraint rows: Gymnasium's
-# Shadow-hand and Adroit scenes (nconmax 100: 1.2x and 2.7x) keep MuJoCo's contacts in MuJoCo's
-# order, dm_control's dog (nconmax 300: 8.9x, 41k rows) keeps its budget
-LEGACY_FACTOR = 4
 
-
-def _ccd_options(m: Model | None) -> dict[str, Any]:
+def ccd_options(m: Model | None) -> dict[str, Any]:
   """opt.ccd_iterations, opt.ccd_tolerance and multiccd for the GJK/EPA colliders."""
   if m is None:
     return {}
@@ -56,165 +39,6 @@ def _ccd_options(m: Model | None) -> dict[str, Any]:
   if 'ccd_tolerance' in m.opt.fields():
     opts['ccd_tolerance'] = m.opt.ccd_tolerance
   return opts
-
-
-def _collider(t1: int, t2: int) -> tuple[Callable[..., Contacts], int] | None:
-  """(analytic collider(g1, g2, margin) -> Contacts, number of slots) for geom types t1 <= t2.
-
-  GJK/EPA pairs (`_is_convex`) are collided by convex.collide_convex_group and height fields by
-  hfield.collide_hfield_group: neither has a per-pair function here.
-  """
-  key = (GeomType(t1), GeomType(t2))
-  if key in primitive.COLLIDERS:
-    return primitive.COLLIDERS[key], primitive.MAX_CONTACTS[key]
-  return None
-
-
-def _is_convex(t1: int, t2: int) -> bool:
-  """Whether mjc_Convex (GJK/EPA, with mesh polygons for multi-contact) collides t1, t2."""
-  from jaxsim._src.collision import convex
-
-  return (GeomType(t1), GeomType(t2)) in convex.CONVEX_PAIRS
-
-
-def _supported(t1: int, t2: int) -> bool:
-  if t1 == GeomType.HFIELD:
-    return t2 in hfield.HFIELD_TYPES
-  return _collider(t1, t2) is not None or _is_convex(t1, t2)
-
-
-def _windows(m: Model) -> np.ndarray:
-  """(n, 2) height-field windows of the candidate pairs (static, from pairs.candidate_pairs)."""
-  cand = m.collision_pairs
-  if 'window' in cand:
-    return np.asarray(cand['window'])
-  from jaxsim._src.collision import pairs
-
-  try:
-    c = {k: np.asarray(getattr(m, k)) for k in pairs.WINDOW_FIELDS if k in m.fields()}
-  except jax.errors.TracerArrayConversionError:
-    raise ValueError(
-      'height-field collisions need the static sub-grid windows of collision_pairs (load the '
-      'model with jaxsim.load), or a Model closed over instead of passed as a traced argument'
-    ) from None
-  c['opt'] = {'enableflags': int(m.opt.enableflags), 'o_margin': np.asarray(m.opt.o_margin)}
-  return pairs.hfield_windows(c, cand['geom1'], cand['geom2'], np.asarray(cand['ipair']))
-
-
-def groups(m: Model) -> list[dict[str, Any]]:
-  """Static collider groups: candidate pairs sharing a collider (and mesh, and height field).
-
-  Each group: types (-1 where the group mixes geom types: traced, from type1/type2), mesh
-  (mesh ids or -1; -2 where they vary over the pairs: mesh1, mesh2), hfield (height field id or
-  -1), convex (GJK/EPA pairs), fn, ncon (collider slots per pair), nslot (contact slots of each
-  pair, at most ncon), geom1, geom2, ipair, type1, type2, mesh1, mesh2 (arrays over the group's
-  pairs), pairs (candidate indices).
-
-  Every GJK/EPA pair of primitives is in one group, whatever its types, and every GJK/EPA pair
-  with a mesh in another: on a CPU the cost of GJK and EPA loops is mostly per call, not per
-  pair, and each group is a program to compile.
-  """
-  from jaxsim._src.collision import convex
-
-  cand = m.collision_pairs
-  gtype, dataid = np.asarray(m.geom_type), np.asarray(m.geom_dataid)
-  geom1, geom2 = np.asarray(cand['geom1'], dtype=int), np.asarray(cand['geom2'], dtype=int)
-  windows = None
-  # vectorised over the candidates: a scene of 100 humanoids has ~2e6 of them
-  t1, t2 = gtype[geom1], gtype[geom2]
-  m1 = np.where(t1 == GeomType.MESH, dataid[geom1], -1)
-  m2 = np.where(t2 == GeomType.MESH, dataid[geom2], -1)
-  hid = np.where(t1 == GeomType.HFIELD, dataid[geom1], -1)
-  # height-field pairs: one group per height field and mesh, primitives joining the first
-  # mesh's group (geom type traced), so that few GJK/EPA programs are compiled
-  on_field = hid >= 0
-  field_mesh = np.full(max(int(hid.max(initial=-1)) + 1, 1), -1)
-  with_mesh = np.flatnonzero(on_field & (t2 == GeomType.MESH))
-  for k in with_mesh[::-1]:  # the first pair of each height field wins
-    field_mesh[hid[k]] = m2[k]
-  m2 = np.where(on_field & (m2 < 0), field_mesh[np.maximum(hid, 0)], m2)
-  keep = ~on_field | np.isin(t2, hfield.HFIELD_TYPES)
-  conv_table = np.zeros((max(8, int(gtype.max(initial=0)) + 1),) * 2, dtype=int)
-  for (a, b), n in convex.CONVEX_PAIRS.items():
-    conv_table[int(a), int(b)] = n
-  conv_any = ~on_field & (conv_table[t1, t2] > 0)
-  conv = conv_any & (m1 < 0) & (m2 < 0)
-  keys = np.stack([t1, np.where(on_field, -1, t2), m1, m2, hid], axis=1)
-  keys[conv] = -9
-  # GJK/EPA pairs with meshes: one group (vertex, hull and polygon tables padded to the largest
-  # mesh, gathered per pair), not one per mesh pair. One group per mesh size class compiled a
-  # GJK/EPA program per class: Robotiq's 2F-85 (hulls of 150 to 803 vertices, four classes)
-  # took 107 s to compile kinematics + collision, one group 39 s at 1.2x the run time; the
-  # Panda and the Shadow hand compiled faster and ran no slower
-  conv_mesh = conv_any & ~conv
-  keys[conv_mesh] = -8
-  # plane-mesh pairs likewise (meshes with a hull graph: hill climbing on padded graphs)
-  plane_mesh = ~on_field & (t1 == GeomType.PLANE) & (m2 >= 0)
-  graph = np.array([md.graph is not None for md in m.mesh_data] + [False])
-  if plane_mesh.any():
-    plane_mesh &= graph[m2]
-    keys[plane_mesh, 2] = -2
-    keys[plane_mesh, 3] = -2
-  # height-field pairs with meshes likewise: one group per height field, not one per mesh (a
-  # robot of 24 collision meshes on two height fields traced 48 groups, 100 s)
-  field_table = on_field & (m2 >= 0) & graph[m2]
-  keys[field_table, 3] = -2
-  by_table = conv_mesh | plane_mesh | field_table
-  idx_all = np.flatnonzero(keep)
-  out: list[dict[str, Any]] = []
-  if len(idx_all):
-    kk = keys[idx_all] + 10  # one int64 per key row: np.unique over rows is slow
-    radix = int(kk.max()) + 1
-    code = np.zeros(len(kk), dtype=np.int64)
-    for col in kk.T:
-      code = code * radix + col
-    uniq, first, inverse = np.unique(code, return_index=True, return_inverse=True)
-    inverse = inverse.reshape(-1)
-    order = np.argsort(inverse, kind='stable')
-    bounds = np.cumsum(np.bincount(inverse, minlength=len(uniq)))[:-1]
-    members = np.split(idx_all[order], bounds)
-    for u in np.argsort(first, kind='stable'):  # groups in order of first appearance
-      k0 = idx_all[first[u]]
-      types = (int(t1[k0]), -1 if on_field[k0] else int(t2[k0]))
-      # (-2, -2): meshes vary over the group's pairs (mesh1, mesh2)
-      mesh = (-2, -2) if by_table[k0] else (int(m1[k0]), int(m2[k0]))
-      out.append({'types': types, 'mesh': mesh, 'hfield': int(hid[k0]), 'pairs': members[u]})
-  result = []
-  multiccd = not m.opt.disableflags & DisableBit.MULTICCD
-  for grp in out:
-    idx = np.asarray(grp['pairs'])
-    grp.update(
-      geom1=np.asarray(cand['geom1'])[idx],
-      geom2=np.asarray(cand['geom2'])[idx],
-      ipair=np.asarray(cand['ipair'])[idx],
-    )
-    ty1, ty2 = gtype[grp['geom1']], gtype[grp['geom2']]
-    grp.update(type1=ty1, type2=ty2, mesh1=m1[idx], mesh2=m2[idx])
-    grp['convex'] = grp['hfield'] < 0 and _is_convex(*grp['types'])
-    if grp['convex']:
-      # collide_convex_group's slots: mjc_Convex's maximum, one without multiccd
-      nslot = conv_table[ty1, ty2] if multiccd else np.ones(len(idx), dtype=int)
-      if len(np.unique(ty1)) > 1 or len(np.unique(ty2)) > 1:
-        grp['types'] = (-1, -1)
-      grp.update(fn=None, ncon=int(nslot.max()), nslot=np.asarray(nslot))
-      result.append(grp)
-      continue
-    t1, t2 = grp['types']
-    if grp['hfield'] >= 0:
-      if windows is None:
-        windows = _windows(m)
-      win = tuple(int(w) for w in np.max(windows[idx], axis=0))
-      t2s = np.unique(ty2)
-      grp['types'] = (t1, int(t2s[0]) if len(t2s) == 1 else -1)
-      grp['win'] = win
-      col = (None, hfield.max_contacts(win))
-    else:
-      col = _collider(t1, t2)
-      if col is None:
-        continue
-    grp.update(fn=col[0], ncon=col[1], nslot=np.full(len(idx), col[1]))
-    result.append(grp)
-  return result
 
 
 def unsupported_pairs(m: Model) -> list[tuple[str, str]]:
@@ -225,184 +49,9 @@ def unsupported_pairs(m: Model) -> list[tuple[str, str]]:
   g1, g2 = np.asarray(cand['geom1'], dtype=int), np.asarray(cand['geom2'], dtype=int)
   for t1, t2 in np.unique(np.stack([gtype[g1], gtype[g2]], axis=1).reshape(-1, 2), axis=0):
     t1, t2 = int(t1), int(t2)
-    if not _supported(t1, t2):
+    if not supported(t1, t2):
       missing.add((GeomType(t1).name.lower(), GeomType(t2).name.lower()))
   return sorted(missing)
-
-
-# ------------------------------------------------------------------------------ contact budget
-
-
-class Budget(NamedTuple):
-  """Static contact-slot layout: the collider slots of all pairs, and what Data.contact holds.
-
-  nfull: collider slots (every pair's maximum contacts); ncon: Data.contact slots. When capped,
-  Data.contact is the concatenation over `classes` (condim, collider slots of that condim (S,),
-  slots kept K), each holding its class's active contacts first; otherwise it is the collider
-  slots themselves. dim (ncon,): condim of every Data.contact slot.
-  """
-
-  nfull: int
-  ncon: int
-  capped: bool
-  dim: np.ndarray
-  classes: tuple[tuple[int, np.ndarray, int], ...]
-
-
-def _requested(m: Model) -> int | None | str | tuple[str, int]:
-  """The budget asked for: with_ncon_max, else ('legacy', MJCF <size nconmax>); -1: none (every
-  slot), None: the default estimate (with_ncon_max(m, None)), 'auto': nothing asked."""
-  cp = m.collision_pairs if 'collision_pairs' in m.fields() else {}
-  if 'nconmax' in cp:
-    n = cp['nconmax']
-    return None if n is None else int(n)
-  n = m.size.get('nconmax') if 'size' in m.fields() and isinstance(m.size, dict) else None
-  return 'auto' if n is None or int(n) <= 0 else ('legacy', int(n))
-
-
-def _rows(m: Model, dim: np.ndarray) -> int:
-  """Constraint rows of contact slots of these condims (constraint.layout's count)."""
-  if m.opt.cone == ConeType.PYRAMIDAL:
-    return int(np.where(dim == 1, 1, 2 * (dim - 1)).sum())
-  return int(dim.sum())
-
-
-def _default_budget(g1: np.ndarray, g2: np.ndarray, nslot: np.ndarray) -> int:
-  """Contacts a set of pairs can plausibly have at once: each geom at full contact with three.
-
-  Every geom counts the slots of its largest pair, times 3/2 as a contact involves two geoms:
-  each geom can have its largest pair's contacts with three partners at the same time (a settled
-  pile of 50 mixed bodies has about 160 contacts for a budget of about 290).
-  """
-  if not len(g1):
-    return 0
-  n = int(max(g1.max(), g2.max())) + 1
-  best = np.zeros(n, dtype=np.int64)
-  np.maximum.at(best, g1, nslot)
-  np.maximum.at(best, g2, nslot)
-  return int(np.ceil(1.5 * best.sum()))
-
-
-def slot_order(m: Model, grps: list[dict[str, Any]]) -> np.ndarray:
-  """Permutation of the collider slots (the groups' pairs and slots, concatenated) into the
-  order mj_collision emits contacts.
-
-  MuJoCo walks body pairs by signature (lower body id << 16 plus the higher), each body pair's
-  <pair>s first (in pair order), then its geom pairs by (geom1, geom2) as the contact stores
-  them (mj_collideTree's contactSort); a pair's contacts keep their collider order.
-  """
-  if not grps:
-    return np.zeros(0, np.int64)
-  cat = lambda k: np.concatenate([np.asarray(g[k]) for g in grps]).astype(np.int64)  # noqa: E731
-  g1, g2, ipair, nslot = cat('geom1'), cat('geom2'), cat('ipair'), cat('nslot')
-  body = np.asarray(m.geom_bodyid).astype(np.int64)
-  b1, b2 = body[g1], body[g2]
-  sig = (np.minimum(b1, b2) << 16) + np.maximum(b1, b2)
-  explicit = ipair >= 0
-  if explicit.any():
-    sig = np.where(explicit, np.asarray(m.pair_signature)[np.maximum(ipair, 0)], sig)
-  first = np.where(explicit, ipair, g1)
-  second = np.where(explicit, 0, g2)
-  order = np.lexsort((second, first, ~explicit, sig))
-  start = np.concatenate([[0], np.cumsum(nslot)[:-1]])
-  n = nslot[order]
-  within = np.arange(n.sum()) - np.repeat(np.cumsum(n) - n, n)
-  return np.repeat(start[order], n) + within
-
-
-def budget(m: Model) -> Budget:
-  """The static slot layout of a model's contacts (see Budget)."""
-  grps = groups(m) if 'collision_pairs' in m.fields() else []
-  if not grps:
-    z = np.zeros(0, np.int32)
-    return Budget(0, 0, False, z, ())
-  pdim = np.concatenate([_condim(m, g['geom1'], g['geom2'], g['ipair']) for g in grps])
-  nslot = np.concatenate([g['nslot'] for g in grps])
-  g1 = np.concatenate([g['geom1'] for g in grps])
-  g2 = np.concatenate([g['geom2'] for g in grps])
-  dim_full = np.repeat(pdim, nslot).astype(np.int32)[slot_order(m, grps)]
-  nfull = len(dim_full)
-  req = _requested(m)
-  legacy = isinstance(req, tuple)
-  if legacy:
-    req = req[1]
-  # no budget asked for: every slot, unless their rows would not fit in AUTO_BUDGET_BYTES
-  fit = None
-  if req == 'auto':
-    full_rows = _rows(m, dim_full)
-    req = -1
-    if full_rows * m.nv * 8 > AUTO_BUDGET_BYTES:
-      req, fit = None, AUTO_BUDGET_BYTES / (8 * m.nv * full_rows)
-  classes = []
-  for c in np.unique(dim_full):
-    ids = np.flatnonzero(dim_full == c)
-    if req is not None and req > 0:
-      k = req
-    elif req is None:
-      sel = pdim == c
-      k = max(_default_budget(g1[sel], g2[sel], nslot[sel]), MIN_BUDGET)
-      if fit is not None:
-        # the class's share of the rows that fit, if more than the estimate
-        k = max(k, int(fit * len(ids)))
-    else:
-      k = len(ids)
-    classes.append((int(c), ids, min(len(ids), k)))
-  capped = any(k < len(ids) for _, ids, k in classes)
-  dim = np.concatenate([np.full(k, c, np.int32) for c, _, k in classes]) if capped else dim_full
-  if legacy and capped and _rows(m, dim_full) <= LEGACY_FACTOR * _rows(m, dim):
-    capped = False
-  if not capped:
-    return Budget(nfull, nfull, False, dim_full, ())
-  return Budget(nfull, len(dim), True, dim, tuple(classes))
-
-
-def ncon_max(m: Model) -> int:
-  """Number of contact slots in Data.contact (the budget; all collider slots when uncapped)."""
-  if 'collision_pairs' not in m.fields():
-    return 0
-  return budget(m).ncon
-
-
-def contact_dim(m: Model) -> np.ndarray:
-  """condim (ncon,) of every Data.contact slot (static: it sizes the constraint rows)."""
-  return budget(m).dim
-
-
-def contact_slots(m: Model) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-  """(geom1, geom2, condim) of every Data.contact slot; geoms are -1 where they vary (capped)."""
-  b = budget(m)
-  if b.capped:
-    neg = np.full(b.ncon, -1, np.int32)
-    return neg, neg.copy(), b.dim
-  g1, g2 = [], []
-  grps = groups(m)
-  for grp in grps:
-    g1.append(np.repeat(grp['geom1'], grp['nslot']))
-    g2.append(np.repeat(grp['geom2'], grp['nslot']))
-  order = slot_order(m, grps)
-  cat = lambda x: np.concatenate(x)[order].astype(np.int32) if x else np.zeros(0, np.int32)  # noqa: E731
-  return cat(g1), cat(g2), b.dim
-
-
-def with_ncon_max(m: Model, n: int | None) -> Model:
-  """The model with a contact budget of n slots per condim class (None: the default estimate,
-  -1: every collider slot), its Data sizes (nconmax, nefcmax) updated; make a new Data for it."""
-  from jaxsim._src import constraint
-
-  m = m.replace(collision_pairs={**m.collision_pairs, 'nconmax': n})
-  m = m.replace(nconmax=ncon_max(m))
-  return m.replace(nefcmax=constraint.layout(m).nefc)
-
-
-def with_max_geom_pairs(m: Model, n: int | None) -> Model:
-  """The model with n pairs per collider group through the collider each step (MJX's custom
-  numeric max_geom_pairs; -1: every pair, exactly MuJoCo's contacts at any state; None:
-  broadphase.limit's default)."""
-  cp = dict(m.collision_pairs)
-  cp.pop('max_geom_pairs', None)
-  if n is not None:
-    cp['max_geom_pairs'] = int(n)
-  return m.replace(collision_pairs=cp)
 
 
 # ------------------------------------------------------------------------------ parameters
@@ -416,7 +65,7 @@ def _mesh_vert(m: Model, mesh: int) -> jax.Array | None:
   return m.mesh_vert[adr : adr + num]
 
 
-def _geom_info(m: Model, d: Data, geoms: np.ndarray, mesh: int, rbound: bool = False) -> GeomInfo:
+def geom_info(m: Model, d: Data, geoms: np.ndarray, mesh: int, rbound: bool = False) -> GeomInfo:
   """Colliders' view of a group of geoms; meshes add their vertices and hull graph."""
   info = GeomInfo(pos=d.geom_xpos[geoms], mat=d.geom_xmat[geoms], size=m.geom_size[geoms])
   if rbound:
@@ -603,17 +252,6 @@ def _margin_gap(m: Model, g1, g2, ipair) -> tuple[jax.Array, jax.Array]:
   return margin, gap
 
 
-def _condim(m: Model, g1: np.ndarray, g2: np.ndarray, ipair: np.ndarray) -> np.ndarray:
-  """condim of pairs (static): the higher-priority geom's, else the larger; <pair> dim wins."""
-  pr1, pr2 = np.asarray(m.geom_priority)[g1], np.asarray(m.geom_priority)[g2]
-  cd1, cd2 = np.asarray(m.geom_condim)[g1], np.asarray(m.geom_condim)[g2]
-  condim = np.where(pr1 > pr2, cd1, np.where(pr1 < pr2, cd2, np.maximum(cd1, cd2)))
-  explicit = ipair >= 0
-  if explicit.any():
-    condim = np.where(explicit, np.asarray(m.pair_dim)[np.maximum(ipair, 0)], condim)
-  return condim
-
-
 def _contact_params(m: Model, g1: np.ndarray, g2: np.ndarray, ipair: np.ndarray) -> dict:
   """condim (static), friction (n, 5), solref, solreffriction (n, 2), solimp (n, 5), adhesion (n,).
 
@@ -621,7 +259,7 @@ def _contact_params(m: Model, g1: np.ndarray, g2: np.ndarray, ipair: np.ndarray)
   an explicit pair's own (which does not default to the geoms').
   """
   pr1, pr2 = np.asarray(m.geom_priority)[g1], np.asarray(m.geom_priority)[g2]
-  condim = _condim(m, g1, g2, ipair)
+  condim = pair_condim(m, g1, g2, ipair)
   s1, s2 = m.geom_solmix[g1], m.geom_solmix[g2]
   mix = jnp.where(
     (s1 >= MINVAL) & (s2 >= MINVAL),
@@ -725,7 +363,8 @@ def _own(x: jax.Array, shape: tuple[int, ...], keep: np.ndarray | None) -> jax.A
 def collision(m: Model, d: Data) -> Data:
   """Contacts of all candidate pairs in Data.contact's slots; `ncon` counts the active ones."""
   flags = m.opt.disableflags
-  b = budget(m)
+  lay = layout_of(m)
+  b = lay.budget
   if not b.ncon:
     return d
   if flags & DisableBit.CONSTRAINT or flags & DisableBit.CONTACT:
@@ -734,7 +373,7 @@ def collision(m: Model, d: Data) -> Data:
   slot_pair = []
   overflow = jnp.array(False)
   requested = m.collision_pairs.get('max_geom_pairs')
-  grps = groups(m)
+  grps = lay.groups
   # per-pair quantities of all groups at once (groups' pairs in order): one program, not one per
   # group
   cat = lambda k: np.concatenate([g[k] for g in grps])  # noqa: E731
@@ -764,8 +403,8 @@ def collision(m: Model, d: Data) -> Data:
     tables = (None, None)
     if grp['mesh'] == (-2, -2):
       tables = (mesh_table(m, grp['mesh1']), mesh_table(m, grp['mesh2']))
-      info1 = _geom_info(m, d, c1, -1)._replace(mesh=_row(tables[0], pick))
-      info2 = _geom_info(m, d, c2, -1)._replace(mesh=_row(tables[1], pick))
+      info1 = geom_info(m, d, c1, -1)._replace(mesh=_row(tables[0], pick))
+      info2 = geom_info(m, d, c2, -1)._replace(mesh=_row(tables[1], pick))
       if not grp['convex']:
         info2 = info2._replace(rbound=m.geom_rbound[c2])
       # height field-mesh: each pair's mesh gathered from the table (plane-mesh: inside the
@@ -773,8 +412,8 @@ def collision(m: Model, d: Data) -> Data:
       if hid >= 0:
         info2 = _table_rows(tables[1], _row(tables[1], pick), info2)
     else:
-      info1 = _geom_info(m, d, c1, grp['mesh'][0])
-      info2 = _geom_info(m, d, c2, grp['mesh'][1], rbound=hid >= 0)
+      info1 = geom_info(m, d, c1, grp['mesh'][0])
+      info2 = geom_info(m, d, c2, grp['mesh'][1], rbound=hid >= 0)
     if hid >= 0:
       hf, t2 = _hfield(m, hid), grp['types'][1]
       if t2 < 0:
@@ -782,14 +421,12 @@ def collision(m: Model, d: Data) -> Data:
       win = grp['win']
       nitems = broadphase.hfield_limit(k, 2 * win[0] * win[1], requested)
       c, over = hfield.collide_hfield_group(
-        info1, info2, cm, hf, t2, win=win, nitems=nitems, **_ccd_options(m)
+        info1, info2, cm, hf, t2, win=win, nitems=nitems, **ccd_options(m)
       )
       overflow |= over
     else:
       if grp['convex']:
-        from jaxsim._src.collision import convex
-
-        opts = _ccd_options(m)
+        opts = ccd_options(m)
         opts['multiccd'] = not m.opt.disableflags & DisableBit.MULTICCD
         # pairs with a mesh gather their polygons from the mesh tables; the other GJK/EPA group
         # holds primitives only
@@ -836,7 +473,7 @@ def collision(m: Model, d: Data) -> Data:
     slot['active'].append(_own(active, (-1,), keep))
     slot_pair.append(np.repeat(np.arange(lo, hi), grp['nslot']))
   # Data.contact in mj_collision's order (a static gather)
-  order = slot_order(m, grps)
+  order = lay.slot_order
   slots = {k: jnp.concatenate(v)[order] for k, v in slot.items()}
   for k in ('geom1', 'geom2', 'dim'):
     pairs_[k] = np.asarray(pairs_[k]).astype(np.int32)
