@@ -33,7 +33,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxsim._src.enums import ConeType, DisableBit, IntegratorType, SolverType
-from jaxsim._src.types import Data, Model
+from jaxsim._src.types import Data, Model, static_fields
 
 _MODELS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'models')
 
@@ -230,7 +230,7 @@ def with_options(model: Model, **options) -> Model:
   for k, v in options.items():
     if k in enums and isinstance(v, str):
       v = enums[k][v.upper()]
-    opt = opt.replace(**{k: int(v) if k in type(opt).STATIC else v})
+    opt = opt.replace(**{k: int(v) if k in static_fields(type(opt)) else v})
   return model.replace(opt=opt)
 
 

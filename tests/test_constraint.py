@@ -192,7 +192,8 @@ def _with_opt(m: Model, mj: mujoco.MjModel, **kw) -> Model:
   """Sets the same options in both models."""
   for k, v in kw.items():
     setattr(mj.opt, k, v)
-  opt = {k: (int(v) if k in types.Option.STATIC else jnp.asarray(v)) for k, v in kw.items()}
+  static = types.static_fields(types.Option)
+  opt = {k: (int(v) if k in static else jnp.asarray(v)) for k, v in kw.items()}
   return m.replace(opt=m.opt.replace(**opt))
 
 
