@@ -53,23 +53,10 @@ class Layout(NamedTuple):
 
 
 def _has_frictionloss(m: Model, kind: str) -> np.ndarray:
-  """Static mask of the dofs or tendons with friction loss rows (mj_instantiateFriction).
-
-  From the static Model field `<kind>_hasfrictionloss` when the compiler provides it, otherwise
-  from the values, which then must be concrete (the Model closed over, not a traced argument).
-  """
-  name = f'{kind}_hasfrictionloss'
-  if name in m.fields():
-    return np.asarray(getattr(m, name)) != 0
-  try:
-    values = np.asarray(getattr(m, f'{kind}_frictionloss'))
-  except jax.errors.TracerArrayConversionError:
-    raise ValueError(
-      f'the constraint layout needs to know which {kind}s have friction loss: the Model needs '
-      f'the static field {name}, or must be closed over instead of passed as a traced argument'
-    ) from None
-  # MuJoCo skips a dof with zero friction loss, a tendon without positive friction loss
-  return values != 0 if kind == 'dof' else values > 0
+  """Static mask of the dofs or tendons with friction loss rows (mj_instantiateFriction), from
+  the static Model field `<kind>_hasfrictionloss` (MuJoCo skips a dof with zero friction loss, a
+  tendon without positive friction loss)."""
+  return np.asarray(getattr(m, f'{kind}_hasfrictionloss')) != 0
 
 
 def _contact_slots(m: Model) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -342,9 +329,7 @@ def _equality(m: Model, d: Data, lay: Layout, r: _Rows) -> None:
   eq_rows = np.arange(lay.ne)
   eq_ids = np.unique(lay.id[eq_rows])
   eq_type = np.asarray(m.eq_type)
-  # Data.eq_active where the pipeline carries it, else the model's initial activation
-  eq_active = d.eq_active if 'eq_active' in d.fields() else jnp.asarray(m.eq_active0)
-  eq_active = jnp.asarray(eq_active, bool)
+  eq_active = jnp.asarray(d.eq_active, bool)
   iw = m.body_invweight0
 
   ids = eq_ids[eq_type[eq_ids] == EqType.CONNECT]
@@ -512,7 +497,7 @@ def _contact(m: Model, d: Data, lay: Layout, r: _Rows) -> tuple[jax.Array, jax.A
   pos = con.pos[slots]
   inside = con.dist[slots] < con.includemargin[slots]
   dims = lay.contact_dim[slots]
-  adhesive = getattr(m, 'flg_adhesion', 0)
+  adhesive = m.flg_adhesion
   if adhesive:
     # adhesive contacts stay in the constraint when separated within the gap band
     inside = inside | (con.adhesion[slots] != 0)
@@ -669,7 +654,7 @@ def make_constraint(m: Model, d: Data) -> Data:
   act = r.get('active')
   on = lambda x: jnp.where(act, x, 0.0)  # noqa: E731
   efc_type = jnp.asarray(lay.type, jnp.int32)
-  if getattr(m, 'flg_adhesion', 0) and len(fric):
+  if m.flg_adhesion and len(fric):
     # a tether's row is a frictionless contact row
     first = lay.contact_efcadr[fric]
     efc_type = efc_type.at[first].set(
@@ -749,15 +734,8 @@ def _jdotv(m: Model, d: Data, lay: Layout) -> jax.Array:
 
 
 def _has_surfacevel(m: Model) -> bool:
-  """Whether any geom has a surface velocity (static m.nsurfacevel; else True where traced)."""
-  if 'geom_surfacevel' not in m.fields():
-    return False
-  if 'nsurfacevel' in m.fields():
-    return m.nsurfacevel > 0
-  try:
-    return bool(np.any(np.asarray(m.geom_surfacevel) != 0))
-  except jax.errors.TracerArrayConversionError:
-    return True
+  """Whether any geom has a surface velocity (static m.nsurfacevel)."""
+  return m.nsurfacevel > 0
 
 
 def _surface_vel(m: Model, d: Data, lay: Layout) -> jax.Array:
@@ -831,7 +809,7 @@ def reference(m: Model, d: Data) -> Data:
     vel = vel + _surface_vel(m, d, lay)
   kbip = d.efc_KBIP
   aref = -kbip[:, 1] * vel - kbip[:, 0] * kbip[:, 2] * (d.efc_pos - d.efc_margin)
-  if getattr(m, 'flg_adhesion', 0) and len(lay.contact_efcadr):
+  if m.flg_adhesion and len(lay.contact_efcadr):
     aref = aref + d.efc_R * _adhesion_share(d, lay)
   if lay.ne and m.nv:
     aref = aref - _jdotv(m, d, lay)

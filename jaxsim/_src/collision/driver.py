@@ -52,10 +52,7 @@ def _ccd_options(m: Model | None) -> dict[str, Any]:
   """opt.ccd_iterations, opt.ccd_tolerance and multiccd for the GJK/EPA colliders."""
   if m is None:
     return {}
-  opts: dict[str, Any] = {'ccd_iterations': int(m.opt.ccd_iterations)}
-  if 'ccd_tolerance' in m.opt.fields():
-    opts['ccd_tolerance'] = m.opt.ccd_tolerance
-  return opts
+  return {'ccd_iterations': int(m.opt.ccd_iterations), 'ccd_tolerance': m.opt.ccd_tolerance}
 
 
 def _collider(t1: int, t2: int) -> tuple[Callable[..., Contacts], int] | None:
@@ -91,7 +88,7 @@ def _windows(m: Model) -> np.ndarray:
   from jaxsim._src.collision import pairs
 
   try:
-    c = {k: np.asarray(getattr(m, k)) for k in pairs.WINDOW_FIELDS if k in m.fields()}
+    c = {k: np.asarray(getattr(m, k)) for k in pairs.WINDOW_FIELDS}
   except jax.errors.TracerArrayConversionError:
     raise ValueError(
       'height-field collisions need the static sub-grid windows of collision_pairs (load the '
@@ -252,11 +249,11 @@ class Budget(NamedTuple):
 def _requested(m: Model) -> int | None | str | tuple[str, int]:
   """The budget asked for: with_ncon_max, else ('legacy', MJCF <size nconmax>); -1: none (every
   slot), None: the default estimate (with_ncon_max(m, None)), 'auto': nothing asked."""
-  cp = m.collision_pairs if 'collision_pairs' in m.fields() else {}
+  cp = m.collision_pairs
   if 'nconmax' in cp:
     n = cp['nconmax']
     return None if n is None else int(n)
-  n = m.size.get('nconmax') if 'size' in m.fields() and isinstance(m.size, dict) else None
+  n = m.size.get('nconmax')
   return 'auto' if n is None or int(n) <= 0 else ('legacy', int(n))
 
 
@@ -312,7 +309,7 @@ def slot_order(m: Model, grps: list[dict[str, Any]]) -> np.ndarray:
 
 def budget(m: Model) -> Budget:
   """The static slot layout of a model's contacts (see Budget)."""
-  grps = groups(m) if 'collision_pairs' in m.fields() else []
+  grps = groups(m)
   if not grps:
     z = np.zeros(0, np.int32)
     return Budget(0, 0, False, z, ())
@@ -358,8 +355,6 @@ def budget(m: Model) -> Budget:
 
 def ncon_max(m: Model) -> int:
   """Number of contact slots in Data.contact (the budget; all collider slots when uncapped)."""
-  if 'collision_pairs' not in m.fields():
-    return 0
   return budget(m).ncon
 
 
@@ -550,7 +545,7 @@ def _row(t: MeshTable | None, pick: Callable) -> jax.Array | None:
 
 def _mesh_poly(m: Model, mesh: int) -> sp.MeshPoly | None:
   """A mesh's polygons (mesh_poly*) as padded arrays for multi-contact; None without any."""
-  if mesh < 0 or 'mesh_polynum' not in m.fields() or not int(m.mesh_polynum[mesh]):
+  if mesh < 0 or not int(m.mesh_polynum[mesh]):
     return None
   pa, pn = int(m.mesh_polyadr[mesh]), int(m.mesh_polynum[mesh])
   va, vn = int(m.mesh_vertadr[mesh]), int(m.mesh_vertnum[mesh])
@@ -639,12 +634,8 @@ def _contact_params(m: Model, g1: np.ndarray, g2: np.ndarray, ipair: np.ndarray)
   solref = jnp.where(hi1, ref1, jnp.where(hi2, ref2, solref))
   solimp = jnp.where(hi1, m.geom_solimp[g1], jnp.where(hi2, m.geom_solimp[g2], solimp))
   fri = jnp.where(hi1, m.geom_friction[g1], jnp.where(hi2, m.geom_friction[g2], fri))
-  has_adhesion = 'geom_adhesion' in m.fields()
-  if has_adhesion:
-    ad1, ad2 = m.geom_adhesion[g1], m.geom_adhesion[g2]
-    adhesion = jnp.where(hi1[:, 0], ad1, jnp.where(hi2[:, 0], ad2, ad1 + ad2))
-  else:
-    adhesion = jnp.zeros(len(g1), fri.dtype)
+  ad1, ad2 = m.geom_adhesion[g1], m.geom_adhesion[g2]
+  adhesion = jnp.where(hi1[:, 0], ad1, jnp.where(hi2[:, 0], ad2, ad1 + ad2))
   friction = jnp.stack([fri[:, 0], fri[:, 0], fri[:, 1], fri[:, 2], fri[:, 2]], axis=-1)
   solreffriction = jnp.zeros_like(solref)
   explicit = ipair >= 0
@@ -657,8 +648,7 @@ def _contact_params(m: Model, g1: np.ndarray, g2: np.ndarray, ipair: np.ndarray)
     prf = m.pair_solreffriction[ip]
     has_prf = e & jnp.any(prf != 0, axis=-1, keepdims=True)
     solreffriction = jnp.where(has_prf, prf, solreffriction)
-    if has_adhesion:
-      adhesion = jnp.where(explicit, m.pair_adhesion[ip], adhesion)
+    adhesion = jnp.where(explicit, m.pair_adhesion[ip], adhesion)
   if m.opt.enableflags & EnableBit.OVERRIDE:
     friction = jnp.broadcast_to(m.opt.o_friction, friction.shape)
     solref = jnp.broadcast_to(m.opt.o_solref, solref.shape)
@@ -853,7 +843,7 @@ def collision(m: Model, d: Data) -> Data:
       fields[k] = jnp.asarray(pairs_[k][slot_pair], dtype=jnp.int32)
   if warning.shape[0] > WarningType.CONTACTFULL:
     warning = warning.at[WarningType.CONTACTFULL].add(overflow.astype(warning.dtype))
-  if getattr(m, 'flg_adhesion', 0):
+  if m.flg_adhesion:
     # adhesive contacts stay in the constraint in their gap band, without friction (mj_setContact)
     tether = fields['active'] & (fields['adhesion'] != 0)
     tether &= fields['dist'] >= fields['includemargin']
