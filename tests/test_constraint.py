@@ -170,6 +170,8 @@ FLOOR_XML = """
 
 def _complete(c, mj: mujoco.MjModel) -> Model:
   """A Model with what jaxsim.load may not fill in yet: set_const, contact pairs and slots."""
+  # the length-range search's inputs, which build consumes; they are not Model fields
+  c.pop('lengthrange_sim'), c.pop('lengthrange_opt')
   for k in SETCONST:
     c[k] = np.array(getattr(mj, k), dtype=np.float64)
   if 'collision_pairs' not in c:
