@@ -145,7 +145,7 @@ def _colour(m: Model, g: int) -> np.ndarray:
 
 
 def _visible(m: Model, g: int) -> bool:
-  group = int(np.asarray(m.geom_group)[g]) if 'geom_group' in set(m.fields()) else 0
+  group = int(np.asarray(m.geom_group)[g])
   return group < 3 and float(np.asarray(m.geom_rgba)[g, 3]) > 0
 
 

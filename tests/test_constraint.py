@@ -170,6 +170,8 @@ FLOOR_XML = """
 
 def _complete(c, mj: mujoco.MjModel) -> Model:
   """A Model with what jaxsim.load may not fill in yet: set_const, contact pairs and slots."""
+  # the length-range search's inputs, which build consumes; they are not Model fields
+  c.pop('lengthrange_sim'), c.pop('lengthrange_opt')
   for k in SETCONST:
     c[k] = np.array(getattr(mj, k), dtype=np.float64)
   if 'collision_pairs' not in c:
@@ -187,7 +189,8 @@ def _with_opt(m: Model, mj: mujoco.MjModel, **kw) -> Model:
   """Sets the same options in both models."""
   for k, v in kw.items():
     setattr(mj.opt, k, v)
-  opt = {k: (int(v) if k in types.Option.STATIC else jnp.asarray(v)) for k, v in kw.items()}
+  static = types.static_fields(types.Option)
+  opt = {k: (int(v) if k in static else jnp.asarray(v)) for k, v in kw.items()}
   return jaxsim.with_options(m, **opt)
 
 

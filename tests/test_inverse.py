@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import copy
+import functools
 import os
 
 import jax
@@ -94,18 +95,26 @@ def _layout(mj, md):
   )
 
 
+@functools.cache
+def _empty() -> types.Model:
+  """The Model of an empty MJCF (every field, none of them sized by a body, joint or geom)."""
+  return jaxsim.load_string('<mujoco/>')
+
+
 def _rows_model(mj):
-  """The Model fields the acceleration stage of inverse dynamics reads (jaxsim.load is slow)."""
-  opt = types.make_option({'disableflags': 0, 'enableflags': 0}, jnp.float64)
-  return types.Model({'nv': mj.nv, 'opt': opt}, ('opt',))
+  """A Model with what the acceleration stage of inverse dynamics reads, nv and no disabled or
+  enabled features: the empty model's with mj's nv (loading the suite model is slow)."""
+  base = _empty()
+  return base.replace(nv=mj.nv, opt=base.opt.replace(disableflags=0, enableflags=0))
 
 
 def _rows_data(mj, md, qacc):
   """A Data holding MuJoCo's rows, mass matrix and smooth forces at md, and qacc."""
   nefc, ncon, nv = md.nefc, md.ncon, mj.nv
-  con = {'mu': md.contact.mu[:ncon], 'friction': md.contact.friction[:ncon]}
+  d = types.make_data(_rows_model(mj), ncon=ncon, nefc=nefc)
+  con = d.contact.replace(mu=md.contact.mu[:ncon], friction=md.contact.friction[:ncon])
   fields = {
-    'contact': types.Contact(con, tuple(con)),
+    'contact': con,
     'efc_J': md.efc_J.reshape(nefc, nv),
     'efc_D': md.efc_D,
     'efc_R': md.efc_R,
@@ -123,7 +132,7 @@ def _rows_data(mj, md, qacc):
     'qfrc_inverse': np.zeros(nv),
     'qacc': qacc,
   }
-  d = types.Data(fields, tuple(fields))
+  d = d.replace(**fields)
   return jax.tree_util.tree_map(lambda x: jnp.asarray(x.copy()), d)
 
 

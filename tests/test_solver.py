@@ -23,7 +23,7 @@ import pytest
 import jaxsim
 from jaxsim._src import solver
 from jaxsim._src.layout import row_classes
-from jaxsim._src.types import Contact, Data, Model, make_data, make_option
+from jaxsim._src.types import Data, Model, Option, make_data, static_fields
 from tests.models import dm_control_suite
 
 ISLAND = int(mujoco.mjtDisableBit.mjDSBL_ISLAND)
@@ -103,18 +103,27 @@ FEATURES = """
 """
 
 
-def solver_model(mj: mujoco.MjModel) -> Model:
-  """A jaxsim Model with what the solver reads (nv and the solver options), from mj.
+@functools.cache
+def _empty() -> Model:
+  """The Model of an empty MJCF (every field, none of them sized by a body, joint or geom)."""
+  return jaxsim.load_string('<mujoco/>')
 
-  Together with `solver_data` this keeps the comparison tests independent of the compiler,
-  setconst and make_data, for any model MuJoCo loads; `test_real_model` runs the solver on
+
+def solver_model(mj: mujoco.MjModel) -> Model:
+  """A jaxsim Model with what the solver reads (nv and the solver options), from mj: the empty
+  model's, with mj's nv and solver options.
+
+  Together with `solver_data` this keeps the comparison tests independent of the model's own
+  compilation, for any model MuJoCo loads; `test_real_model` runs the solver on
   jaxsim.load_string / make_data.
   """
   o = mj.opt
   keys = ('impratio', 'tolerance', 'ls_tolerance', 'solver', 'cone', 'iterations')
   keys += ('ls_iterations', 'disableflags', 'enableflags', 'noslip_iterations', 'noslip_tolerance')
-  opt = make_option({k: getattr(o, k) for k in keys}, jnp.float64)
-  return Model({'nv': mj.nv, 'opt': opt}, ('opt',))
+  static = static_fields(Option)
+  opt = {k: int(getattr(o, k)) if k in static else jnp.asarray(getattr(o, k)) for k in keys}
+  base = _empty()
+  return base.replace(nv=mj.nv, opt=base.opt.replace(**opt))
 
 
 def solver_options(m: jaxsim.Model, mj: mujoco.MjModel) -> jaxsim.Model:
@@ -139,32 +148,9 @@ SOLVER_FIELDS = (
 
 
 def solver_data(nv: int, ncon: int, nefc: int) -> Data:
-  """A jaxsim Data with the fields the solver reads and writes (make_data's names and dtypes)."""
-  z = lambda *s: jnp.zeros(s, jnp.float64)
-  i = lambda *s: jnp.zeros(s, jnp.int32)
-  contact = {'friction': z(ncon, 5), 'mu': z(ncon), 'dim': i(ncon)}
-  fields = dict(
-    qacc=z(nv),
-    qacc_warmstart=z(nv),
-    qacc_smooth=z(nv),
-    qfrc_smooth=z(nv),
-    qfrc_constraint=z(nv),
-    qM=z(nv, nv),
-    qLD=z(nv, nv),
-    efc_J=z(nefc, nv),
-    efc_D=z(nefc),
-    efc_R=z(nefc),
-    efc_aref=z(nefc),
-    efc_frictionloss=z(nefc),
-    efc_active=jnp.zeros(nefc, bool),
-    efc_type=i(nefc),
-    efc_id=i(nefc),
-    efc_force=z(nefc),
-    efc_state=i(nefc),
-    solver_niter=i(),
-    contact=Contact(contact, tuple(contact)),
-  )
-  return Data(fields, tuple(fields))
+  """A zero jaxsim Data with nv dofs, ncon contact slots and nefc constraint rows (the fields
+  the solver reads and writes are then set from MuJoCo's)."""
+  return make_data(_empty().replace(nv=nv), ncon=ncon, nefc=nefc)
 
 
 def rollout_state(mj: mujoco.MjModel, seed: int, nstep: int) -> mujoco.MjData:

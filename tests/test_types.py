@@ -1,11 +1,19 @@
 """Model and Data are pytrees with static structure and dynamic physical parameters."""
 
+import glob
+import os
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
 import jaxsim
+from jaxsim import mjcf
+from jaxsim._src import types
+from jaxsim._src.enums import NWARNING
+from tests import oracle
+from tests.models import REPO
 
 XML = """
 <mujoco>
@@ -128,3 +136,99 @@ def test_bad_data_named(model, case, entry):
   field, value, error, match = BAD_DATA[case]
   with pytest.raises(error, match=match):
     ENTRIES[entry](model, jaxsim.make_data(model).replace(**{field: value}))
+
+
+# ------------------------------------------------------------------- declared fields (contract)
+
+DECLARED = (types.Option, types.Model, types.Contact, types.Data)
+MODELS = sorted(
+  p
+  for p in glob.glob(os.path.join(REPO, 'models', '**', '*.xml'), recursive=True)
+  if '<worldbody' in open(p).read()
+)
+
+
+def _sizes(m: jaxsim.Model) -> dict[str, int]:
+  """The sizes the declared shapes name: the Model's counts, and those that are not fields (see
+  the Model, Contact and Data docstrings)."""
+  out = {k: getattr(m, k) for k in types.static_fields(types.Model)}
+  out = {k: v for k, v in out.items() if isinstance(v, int)}
+  total = lambda k: int(np.sum(np.asarray(getattr(m, k))))  # noqa: E731
+  depth = np.asarray(m.body_depth)
+  out.update(
+    nmeshvert=total('mesh_vertnum'),
+    nmeshface=total('mesh_facenum'),
+    nmeshpoly=total('mesh_polynum'),
+    nmeshpolyvert=total('mesh_polyvertnum'),
+    nmeshpolymap=total('mesh_polymapnum'),
+    nhfielddata=int(np.sum(np.asarray(m.hfield_nrow) * np.asarray(m.hfield_ncol))),
+    nnumericdata=total('numeric_size'),
+    ntext=len(m.names.get('text', ())),
+    ndepth=int(depth.max()),
+    nwidth=int(max(np.bincount(depth)[1:], default=0)),
+    ncon=m.nconmax,
+    nefc=m.nefcmax,
+    nwarning=NWARNING,
+  )
+  return out
+
+
+@pytest.mark.parametrize('cls', DECLARED, ids=lambda c: c.__name__)
+def test_every_field_is_declared_with_shape_and_doc(cls):
+  """Each field of Option, Model, Contact and Data is declared in its class, marked static or
+  not, with a one-line doc and, for arrays, a shape in MuJoCo's notation."""
+  docs = types.fields_doc(cls)
+  assert docs and list(docs) == list(cls._names)
+  for name, meta in docs.items():
+    assert isinstance(meta['static'], bool), name
+    assert meta['doc'] and '\n' not in meta['doc'], f'{cls.__name__}.{name}: no one-line doc'
+    if meta['shape']:
+      assert meta['shape'].startswith('(') and meta['shape'].endswith(')'), name
+
+
+@pytest.mark.parametrize('path', MODELS, ids=lambda p: os.path.relpath(p, REPO))
+def test_loaded_model_has_exactly_the_declared_fields(path):
+  """A loaded model, its Option and its Data have every declared field and no other, each with
+  its declared shape, static fields out of the traced leaves; and what the compiler makes,
+  set_const and build complete and make_model derives are the declared Model fields exactly."""
+  compiled = mjcf.compile_file(path)
+  compiled.pop('lengthrange_sim'), compiled.pop('lengthrange_opt')
+  made = set(compiled) | set(types._uncomputed(compiled)) | set(types._derived(compiled))
+  declared = set(types.Model._names) - {'layout'}
+  assert made == declared, f'undeclared: {made - declared}; declared, not made: {declared - made}'
+  assert set(compiled['opt']) | {'has_fluid_params'} == set(types.Option._names)
+
+  m = oracle.load(path)
+  d = jaxsim.make_data(m)
+  sizes = _sizes(m)
+  for obj in (m, m.opt, d, d.contact):
+    cls = type(obj)
+    assert cls in DECLARED
+    assert {k for k in vars(obj) if not k.startswith('_')} == set(cls._names), cls.__name__
+    for name, meta in types.fields_doc(cls).items():
+      v = getattr(obj, name)
+      where = f'{cls.__name__}.{name}'
+      if meta['static']:
+        assert not isinstance(v, jax.Array), where
+        if isinstance(v, np.ndarray):
+          assert not v.flags.writeable, where
+      else:
+        assert isinstance(v, (jax.Array, *DECLARED)), where
+      if isinstance(v, (np.ndarray, jax.Array)):
+        assert meta['shape'], f'{where} is an array: declare its shape'
+        assert v.shape == eval(meta['shape'], {}, sizes), where
+      elif isinstance(v, tuple) and meta['shape']:
+        assert (len(v),) == eval(meta['shape'], {}, sizes), where
+
+
+def test_make_model_refuses_undeclared_and_missing_fields():
+  compiled = mjcf.compile_string(XML)
+  compiled.pop('lengthrange_sim'), compiled.pop('lengthrange_opt')
+  types.make_model(compiled)
+  with pytest.raises(TypeError, match="Model has no field 'body_colour'"):
+    types.make_model({**compiled, 'body_colour': np.zeros(3)})
+  del compiled['body_mass']
+  with pytest.raises(TypeError, match='Model fields missing: body_mass'):
+    types.make_model(compiled)
+  with pytest.raises(TypeError):
+    types.Model(nq=1)

@@ -363,7 +363,7 @@ def _act_last(m: Model) -> np.ndarray:
 
 def _actuator_disabled(m: Model) -> np.ndarray:
   """(nu,) static: actuators of groups disabled by opt.disableactuator (mj_actuatorDisabled)."""
-  flags = int(getattr(m.opt, 'disableactuator', 0) or 0)
+  flags = int(m.opt.disableactuator)
   group = np.asarray(m.actuator_group)
   ok = (group >= 0) & (group <= 30)
   return ok & ((flags >> np.clip(group, 0, 30)) & 1).astype(bool)
@@ -452,8 +452,6 @@ def next_activation(m: Model, d: Data, act: jax.Array, act_dot: jax.Array) -> ja
 
 def _plugin_actuators(m: Model) -> np.ndarray:
   """Static ids of the actuators an engine plugin computes (mujoco.pid, the only one)."""
-  if 'actuator_plugin' not in m.fields():
-    return np.zeros(0, np.int64)
   return np.flatnonzero(np.asarray(m.actuator_plugin) >= 0)
 
 
@@ -527,10 +525,8 @@ def clamp(x: jax.Array, limited: np.ndarray, rng: jax.Array) -> jax.Array:
 
 
 def _acc0(m: Model) -> jax.Array:
-  """actuator_acc0 (nu,) from the compiler, NaN if absent (used by muscles with force < 0)."""
-  if 'actuator_acc0' in m.fields():
-    return m.actuator_acc0
-  return jnp.full(m.nu, jnp.nan, dtype=m.actuator_gear.dtype)
+  """actuator_acc0 (nu,) from set_const (NaN before it; used by muscles with force < 0)."""
+  return m.actuator_acc0
 
 
 def actuation(m: Model, d: Data) -> Data:

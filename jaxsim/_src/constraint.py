@@ -225,9 +225,7 @@ def _equality(m: Model, d: Data, lay: Layout, r: _Rows) -> None:
   eq_rows = np.arange(lay.ne)
   eq_ids = np.unique(lay.id[eq_rows])
   eq_type = np.asarray(m.eq_type)
-  # Data.eq_active where the pipeline carries it, else the model's initial activation
-  eq_active = d.eq_active if 'eq_active' in d.fields() else jnp.asarray(m.eq_active0)
-  eq_active = jnp.asarray(eq_active, bool)
+  eq_active = jnp.asarray(d.eq_active, bool)
   iw = m.body_invweight0
 
   ids = eq_ids[eq_type[eq_ids] == EqType.CONNECT]
@@ -395,7 +393,7 @@ def _contact(m: Model, d: Data, lay: Layout, r: _Rows) -> tuple[jax.Array, jax.A
   pos = con.pos[slots]
   inside = con.dist[slots] < con.includemargin[slots]
   dims = lay.contact_dim[slots]
-  adhesive = getattr(m, 'flg_adhesion', 0)
+  adhesive = m.flg_adhesion
   if adhesive:
     # adhesive contacts stay in the constraint when separated within the gap band
     inside = inside | (con.adhesion[slots] != 0)
@@ -553,7 +551,7 @@ def make_constraint(m: Model, d: Data) -> Data:
   act = r.get('active')
   on = lambda x: jnp.where(act, x, 0.0)  # noqa: E731
   efc_type = jnp.asarray(lay.type, jnp.int32)
-  if getattr(m, 'flg_adhesion', 0) and len(fric):
+  if m.flg_adhesion and len(fric):
     # a tether's row is a frictionless contact row
     first = lay.contact_efcadr[fric]
     efc_type = efc_type.at[first].set(
@@ -633,15 +631,8 @@ def _jdotv(m: Model, d: Data, lay: Layout) -> jax.Array:
 
 
 def _has_surfacevel(m: Model) -> bool:
-  """Whether any geom has a surface velocity (static m.nsurfacevel; else True where traced)."""
-  if 'geom_surfacevel' not in m.fields():
-    return False
-  if 'nsurfacevel' in m.fields():
-    return m.nsurfacevel > 0
-  try:
-    return bool(np.any(np.asarray(m.geom_surfacevel) != 0))
-  except jax.errors.TracerArrayConversionError:
-    return True
+  """Whether any geom has a surface velocity (static m.nsurfacevel)."""
+  return m.nsurfacevel > 0
 
 
 def _surface_vel(m: Model, d: Data, lay: Layout) -> jax.Array:
@@ -715,7 +706,7 @@ def reference(m: Model, d: Data) -> Data:
     vel = vel + _surface_vel(m, d, lay)
   kbip = d.efc_KBIP
   aref = -kbip[:, 1] * vel - kbip[:, 0] * kbip[:, 2] * (d.efc_pos - d.efc_margin)
-  if getattr(m, 'flg_adhesion', 0) and len(lay.contact_efcadr):
+  if m.flg_adhesion and len(lay.contact_efcadr):
     aref = aref + d.efc_R * _adhesion_share(d, lay)
   if lay.ne and m.nv:
     aref = aref - _jdotv(m, d, lay)

@@ -30,7 +30,7 @@ def _gear2_sum(m: Model, values: jax.Array, trntypes: tuple[int, ...], size: int
 def dof_armature(m: Model) -> jax.Array:
   """Armature (nv,): dof_armature plus actuator armature times gear squared."""
   arm = m.dof_armature
-  if 'actuator_armature' in m.fields() and m.nu:
+  if m.nu:
     jnt = _gear2_sum(
       m, m.actuator_armature, (int(TrnType.JOINT), int(TrnType.JOINTINPARENT)), m.njnt
     )
@@ -41,7 +41,7 @@ def dof_armature(m: Model) -> jax.Array:
 def tendon_armature(m: Model) -> jax.Array:
   """Tendon armature (ntendon,): tendon_armature plus actuator armature times gear squared."""
   arm = m.tendon_armature
-  if 'actuator_armature' in m.fields() and m.nu:
+  if m.nu:
     arm = arm + _gear2_sum(m, m.actuator_armature, (int(TrnType.TENDON),), m.ntendon)
   return arm
 

@@ -111,7 +111,7 @@ def _windows(m: Model) -> np.ndarray:
   if 'window' in cand:
     return np.asarray(cand['window'])
   try:
-    c = {k: np.asarray(getattr(m, k)) for k in pairs.WINDOW_FIELDS if k in m.fields()}
+    c = {k: np.asarray(getattr(m, k)) for k in pairs.WINDOW_FIELDS}
   except jax.errors.TracerArrayConversionError:
     raise ValueError(
       'height-field collisions need the static sub-grid windows of collision_pairs (load the '
@@ -257,11 +257,11 @@ class Budget(NamedTuple):
 def _requested(m: Model) -> int | None | str | tuple[str, int]:
   """The budget asked for: with_ncon_max, else ('legacy', MJCF <size nconmax>); -1: none (every
   slot), None: the default estimate (with_ncon_max(m, None)), 'auto': nothing asked."""
-  cp = m.collision_pairs if 'collision_pairs' in m.fields() else {}
+  cp = m.collision_pairs
   if 'nconmax' in cp:
     n = cp['nconmax']
     return None if n is None else int(n)
-  n = m.size.get('nconmax') if 'size' in m.fields() and isinstance(m.size, dict) else None
+  n = m.size.get('nconmax')
   return 'auto' if n is None or int(n) <= 0 else ('legacy', int(n))
 
 
@@ -384,23 +384,10 @@ class EfcRows(NamedTuple):
 
 
 def _has_frictionloss(m: Model, kind: str) -> np.ndarray:
-  """Static mask of the dofs or tendons with friction loss rows (mj_instantiateFriction).
-
-  From the static Model field `<kind>_hasfrictionloss` when the compiler provides it, otherwise
-  from the values, which then must be concrete (the Model closed over, not a traced argument).
-  """
-  name = f'{kind}_hasfrictionloss'
-  if name in m.fields():
-    return np.asarray(getattr(m, name)) != 0
-  try:
-    values = np.asarray(getattr(m, f'{kind}_frictionloss'))
-  except jax.errors.TracerArrayConversionError:
-    raise ValueError(
-      f'the constraint layout needs to know which {kind}s have friction loss: the Model needs '
-      f'the static field {name}, or must be closed over instead of passed as a traced argument'
-    ) from None
-  # MuJoCo skips a dof with zero friction loss, a tendon without positive friction loss
-  return values != 0 if kind == 'dof' else values > 0
+  """Static mask of the dofs or tendons with friction loss rows (mj_instantiateFriction), from
+  the static Model field `<kind>_hasfrictionloss` (MuJoCo skips a dof with zero friction loss, a
+  tendon without positive friction loss)."""
+  return np.asarray(getattr(m, f'{kind}_hasfrictionloss')) != 0
 
 
 def efc_rows(m: Model, cdim: np.ndarray) -> EfcRows:
@@ -530,7 +517,7 @@ def row_classes(efc: Any) -> RowClasses:
 def options_key(m: Model) -> tuple:
   """What a layout depends on beyond the model's structure: the disable flags it reads, the
   cone, and the contact budget asked for (with_ncon_max)."""
-  cp = m.collision_pairs if 'collision_pairs' in m.fields() else {}
+  cp = m.collision_pairs
   return (
     int(int(m.opt.disableflags) & LAYOUT_FLAGS),
     int(m.opt.cone),
@@ -621,7 +608,7 @@ class Layout:
 
 def make_layout(m: Model) -> Layout:
   """The static layout of a Model as its options are now (runs once per Model: with_layout)."""
-  grps = groups(m) if 'collision_pairs' in m.fields() else []
+  grps = groups(m)
   order = slot_order(m, grps)
   b = budget(m, grps, order)
   if grps:
@@ -657,7 +644,7 @@ def with_layout(m: Model) -> Model:
 def layout_of(m: Model) -> Layout:
   """The Model's layout (made when it was built), refused if the model's options have changed
   since (change options with jaxsim.with_options, which remakes the layout)."""
-  lay = getattr(m, 'layout', None)
+  lay = m.layout
   if lay is None:
     raise ValueError(
       'this Model has no layout: build Models with jaxsim.load or jaxsim.load_string'

@@ -14,7 +14,7 @@ from jaxsim._src import layout, lengthrange
 from jaxsim._src.collision import pairs
 from jaxsim._src.enums import ConeType, IntegratorType, SolverType
 from jaxsim._src.setconst import set_const
-from jaxsim._src.types import Data, Model, make_model
+from jaxsim._src.types import Data, Model, make_model, static_fields
 from jaxsim._src.types import make_data as _make_data
 
 
@@ -48,7 +48,7 @@ def build(compiled: dict) -> Model:
 
 def _relayout(m: Model) -> Model:
   """m, with its layout made again if what the layout depends on has changed."""
-  lay = getattr(m, 'layout', None)
+  lay = m.layout
   if lay is not None and lay.options == layout.options_key(m):
     return m
   return layout.with_layout(m)
@@ -63,7 +63,7 @@ def with_options(m: Model, **options) -> Model:
   for k, v in options.items():
     if k in enums and isinstance(v, str):
       v = enums[k][v.upper()]
-    opt = opt.replace(**{k: int(v) if k in type(opt).STATIC else v})
+    opt = opt.replace(**{k: int(v) if k in static_fields(type(opt)) else v})
   return _relayout(m.replace(opt=opt))
 
 

@@ -70,13 +70,6 @@ def _safe_sqrt(x: jax.Array) -> jax.Array:
   return jnp.where(pos, jnp.sqrt(jnp.where(pos, x, 1.0)), 0.0)
 
 
-def _field(m: Model, name: str, shape: tuple[int, ...], like: jax.Array) -> jax.Array:
-  """A Model field, or zeros where the compiler does not store it (it then has no effect)."""
-  if name in m.fields():
-    return getattr(m, name)
-  return jnp.zeros(shape, dtype=like.dtype)
-
-
 def _actuator_damping(m: Model, trntypes: tuple[int, ...], size: int, like: jax.Array):
   """Damping (size,) and polynomial (size, NPOLY) from actuators times gear^2 (mj_actuatorDamping).
 
@@ -90,9 +83,8 @@ def _actuator_damping(m: Model, trntypes: tuple[int, ...], size: int, like: jax.
     return damping, poly
   target = np.asarray(m.actuator_trnid)[sel, 0]
   gear2 = m.actuator_gear[sel, 0] ** 2
-  act_poly = _field(m, 'actuator_dampingpoly', (m.nu, NPOLY), like)
   damping = damping.at[target].add(m.actuator_damping[sel] * gear2)
-  poly = poly.at[target].add(act_poly[sel] * gear2[:, None])
+  poly = poly.at[target].add(m.actuator_dampingpoly[sel] * gear2[:, None])
   return damping, poly
 
 
@@ -258,8 +250,6 @@ def geom_fluid(m: Model, geoms: np.ndarray) -> jax.Array:
   (interaction coef, blunt drag, slender drag, angular drag, Kutta lift, Magnus lift,
   virtual mass (3), virtual inertia (3)); computed from geom_size so gradients reach it.
   """
-  if 'geom_fluid' in m.fields():
-    return m.geom_fluid[geoms]
   s = _semiaxes(m, geoms)
   dx, dy, dz = s[:, 0], s[:, 1], s[:, 2]
   volume = 4.0 / 3.0 * jnp.pi * dx * dy * dz
@@ -354,7 +344,7 @@ def _ellipsoid(m: Model, d: Data, geoms: np.ndarray):
 
 def has_fluid(m: Model) -> bool:
   """Whether the model's fluid forces are traced (static opt.has_fluid_params, as MJX's)."""
-  return bool(getattr(m.opt, 'has_fluid_params', True))
+  return bool(m.opt.has_fluid_params)
 
 
 def fluid(m: Model, d: Data) -> jax.Array:
@@ -391,7 +381,7 @@ def adhesion(m: Model, d: Data) -> jax.Array:
   con = d.contact
   zero = jnp.zeros(m.nv, dtype=d.qvel.dtype)
   flags = m.opt.disableflags
-  if not getattr(m, 'flg_adhesion', 0) or not con.dist.shape[0] or flags & DisableBit.CONTACT:
+  if not m.flg_adhesion or not con.dist.shape[0] or flags & DisableBit.CONTACT:
     return zero
   gb = jnp.asarray(m.geom_bodyid)
   b1, b2 = gb[jnp.maximum(con.geom1, 0)], gb[jnp.maximum(con.geom2, 0)]
@@ -421,9 +411,8 @@ def passive(m: Model, d: Data) -> Data:
     )
   spring = zero if flags & DisableBit.SPRING else _spring(m, d)
   damper = zero if flags & DisableBit.DAMPER else _damper(m, d)
-  # static shortcuts where the Model carries them (MuJoCo's ngravcomp, MJX's has_fluid_params);
-  # without them every body is pushed through, which adds exact zeros
-  has_gravcomp = getattr(m, 'ngravcomp', 1) and not flags & DisableBit.GRAVITY
+  # static shortcuts (MuJoCo's ngravcomp, MJX's has_fluid_params)
+  has_gravcomp = m.ngravcomp and not flags & DisableBit.GRAVITY
   gravcomp = _gravcomp(m, d) if has_gravcomp else zero
   fluid_frc = fluid(m, d) if has_fluid(m) else zero
   adhesion_frc = adhesion(m, d)

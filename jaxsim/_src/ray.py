@@ -325,13 +325,8 @@ def _eliminated(
   if geomgroup is not None:
     group = np.clip(np.asarray(m.geom_group), 0, NGROUP - 1)
     out |= np.asarray(geomgroup)[group] == 0
-  fields = set(m.fields())
-  if 'geom_matid' in fields and 'mat_rgba' in fields:
-    matid = np.asarray(m.geom_matid)
-    alpha = jnp.where(matid >= 0, m.mat_rgba[np.maximum(matid, 0), 3], m.geom_rgba[:, 3])
-  else:
-    alpha = m.geom_rgba[:, 3]
-  return out, alpha == 0
+  # the compiler resolves material colours into geom_rgba
+  return out, m.geom_rgba[:, 3] == 0
 
 
 def ray(

@@ -47,11 +47,11 @@ def contact_force(m: Model, d: Data) -> jax.Array:
       # normal = sum of the pyramid edges, tangent i = (edge+ - edge-) mu_i
       normal = jnp.sum(f, axis=1, keepdims=True)
       tangent = (f[:, 0::2] - f[:, 1::2]) * d.contact.friction[s, : dim - 1]
-      if getattr(m, 'flg_adhesion', 0):
+      if m.flg_adhesion:
         tangent = jnp.where(d.contact.dim[s, None] > 1, tangent, 0.0)
       f = jnp.concatenate([normal, tangent], axis=1)
     out = out.at[s, :dim].set(f)
-  if getattr(m, 'flg_adhesion', 0):
+  if m.flg_adhesion:
     out = out.at[:, 0].add(-d.contact.adhesion)
   on = d.contact.efc_address >= 0
   return jnp.where(on[:, None], out, 0.0)

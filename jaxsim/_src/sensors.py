@@ -41,7 +41,6 @@ S = SensorType
 # types whose values need rne_post (mj_rnePostConstraint) or mj_subtreeVel first
 _NEED_RNE_POST = (S.ACCELEROMETER, S.FORCE, S.TORQUE, S.FRAMELINACC, S.FRAMEANGACC, S.USER)
 _NEED_SUBTREE_VEL = (S.SUBTREELINVEL, S.SUBTREEANGMOM, S.USER)
-_CAM_FIELDS = ('cam_resolution', 'cam_intrinsic', 'cam_sensorsize')
 # collision sensors: computed together (one mj_geomDistance per geom pair), their fromto unclamped
 _COLLISION = (S.GEOMDIST, S.GEOMNORMAL, S.GEOMFROMTO)
 _COLLISION_TAG = {S.GEOMDIST: 'distance', S.GEOMNORMAL: 'normal', S.GEOMFROMTO: 'fromto'}
@@ -56,11 +55,10 @@ def _ids(m: Model, stage: int) -> np.ndarray:
   if not m.nsensor or m.opt.disableflags & DisableBit.SENSOR:
     return np.zeros(0, np.int64)
   on = np.asarray(m.sensor_needstage) == stage
-  if 'sensor_plugin' in m.fields():
-    inst = np.asarray(m.sensor_plugin)
-    plugged = np.flatnonzero(inst >= 0)
-    _, first = np.unique(inst[plugged], return_index=True)
-    on[np.setdiff1d(plugged, plugged[first])] = False
+  inst = np.asarray(m.sensor_plugin)
+  plugged = np.flatnonzero(inst >= 0)
+  _, first = np.unique(inst[plugged], return_index=True)
+  on[np.setdiff1d(plugged, plugged[first])] = False
   return np.flatnonzero(on)
 
 
@@ -82,25 +80,6 @@ def unsupported(m: Model) -> list[str]:
         f'<{_COLLISION_TAG[int(stype[s])]}> sensor {int(s)} between a height field and a geom '
         '(mj_geomDistance through mjc_ConvexHField)'
       )
-  objtype, reftype = np.asarray(m.sensor_objtype), np.asarray(m.sensor_reftype)
-  cam = np.concatenate(
-    [
-      np.asarray(m.sensor_objid)[objtype == ObjType.CAMERA],
-      np.asarray(m.sensor_refid)[reftype == ObjType.CAMERA],
-    ]
-  )
-  mode = np.asarray(m.cam_mode)[cam] if cam.size else cam
-  # tracking and targeting cameras need the qpos0 offsets set_const computes
-  moving = cam[mode != CamLight.FIXED] if 'cam_mat0' not in m.fields() else cam[:0]
-  for c in np.unique(moving):
-    out.append(
-      f'sensors on camera {int(c)}, which tracks or targets a body (camera mode '
-      f'{int(np.asarray(m.cam_mode)[c])}), and the Model lacks cam_pos0, cam_poscom0, cam_mat0'
-    )
-  if (stype == S.CAMPROJECTION).any() and not set(_CAM_FIELDS) <= set(m.fields()):
-    out.append(
-      "camprojection sensors (the Model lacks the cameras' " + ', '.join(_CAM_FIELDS) + ')'
-    )
   return out
 
 

@@ -761,7 +761,7 @@ def problem(d: Data, r: RowClasses) -> _Problem:
     # an adhesive contact in its gap band is a condim-1 contact in a slot with cone rows: its
     # tangent rows are inactive (zero jar), and a cone of zero tangents with a positive mu is a
     # one-sided row on its normal, so the primal solver sees it with mu 1
-    one = con.dim[r.con] == 1 if 'dim' in con.fields() else jnp.zeros(len(r.con), bool)
+    one = con.dim[r.con] == 1
     mu = jnp.where(one, 1.0, mu)
   else:
     mu, fric = jnp.zeros(0, dtype), jnp.zeros((0, 5), dtype)

@@ -288,7 +288,7 @@ def _supported_actuators(m: Model) -> np.ndarray:
 
 def check_supported(m: Model) -> None:
   """Raises NotImplementedError, naming the feature, for models the integrator cannot simulate."""
-  if getattr(m.opt, 'has_fluid_params', False):
+  if m.opt.has_fluid_params:
     raise NotImplementedError('the variational integrator does not include fluid forces')
   missing = _constraint_features(m)
   if missing:
@@ -316,7 +316,7 @@ def check_supported(m: Model) -> None:
       raise NotImplementedError(
         f'the variational integrator needs a ball joint to be the last joint of its body (body {b})'
       )
-  if 'jnt_actfrclimited' in m.fields() and np.any(np.asarray(m.jnt_actfrclimited)):
+  if np.any(np.asarray(m.jnt_actfrclimited)):
     raise NotImplementedError('the variational integrator does not support actuatorfrcrange')
   _supported_actuators(m)
 
@@ -372,7 +372,7 @@ def _damping(m: Model) -> tuple[jax.Array, jax.Array]:
   damping, poly = m.dof_damping, m.dof_dampingpoly
   if m.opt.disableflags & DisableBit.DAMPER:
     return jnp.zeros_like(damping), jnp.zeros_like(poly)
-  if m.nu and 'actuator_damping' in m.fields():
+  if m.nu:
     trn = np.asarray(m.actuator_trntype)
     sel = np.flatnonzero(np.isin(trn, (TrnType.JOINT, TrnType.JOINTINPARENT)))
     jnt = np.asarray(m.actuator_trnid)[sel, 0]
@@ -380,8 +380,7 @@ def _damping(m: Model) -> tuple[jax.Array, jax.Array]:
     dof = np.asarray(m.jnt_dofadr)[jnt]
     ok = np.isin(np.asarray(m.jnt_type)[jnt], (HINGE, SLIDE))
     damping = damping.at[dof[ok]].add((m.actuator_damping[sel] * gear2)[ok])
-    if 'actuator_dampingpoly' in m.fields():
-      poly = poly.at[dof[ok]].add((m.actuator_dampingpoly[sel] * gear2[:, None])[ok])
+    poly = poly.at[dof[ok]].add((m.actuator_dampingpoly[sel] * gear2[:, None])[ok])
   return damping, poly
 
 

@@ -63,7 +63,7 @@ def sphere_test(m: Model, d: Data, g1, g2, margin: jax.Array) -> tuple[jax.Array
     gap = jnp.where(plane1 & (rb2 > 0), pgap, gap)
   unbounded = (GeomType.PLANE, GeomType.HFIELD)
   boxed = np.flatnonzero(~np.isin(gtype[g1], unbounded) & ~np.isin(gtype[g2], unbounded))
-  if 'geom_aabb' in m.fields() and len(boxed):
+  if len(boxed):
     sep = obb_gap(m, d, g1[boxed], g2[boxed], margin[boxed])
     ok = ok.at[boxed].set(ok[boxed] & (sep <= 0))
     gap = gap.at[boxed].set(jnp.maximum(gap[boxed], sep))

@@ -35,10 +35,7 @@ def ccd_options(m: Model | None) -> dict[str, Any]:
   """opt.ccd_iterations, opt.ccd_tolerance and multiccd for the GJK/EPA colliders."""
   if m is None:
     return {}
-  opts: dict[str, Any] = {'ccd_iterations': int(m.opt.ccd_iterations)}
-  if 'ccd_tolerance' in m.opt.fields():
-    opts['ccd_tolerance'] = m.opt.ccd_tolerance
-  return opts
+  return {'ccd_iterations': int(m.opt.ccd_iterations), 'ccd_tolerance': m.opt.ccd_tolerance}
 
 
 def unsupported_pairs(m: Model) -> list[tuple[str, str]]:
@@ -199,7 +196,7 @@ def _row(t: MeshTable | None, pick: Callable) -> jax.Array | None:
 
 def _mesh_poly(m: Model, mesh: int) -> sp.MeshPoly | None:
   """A mesh's polygons (mesh_poly*) as padded arrays for multi-contact; None without any."""
-  if mesh < 0 or 'mesh_polynum' not in m.fields() or not int(m.mesh_polynum[mesh]):
+  if mesh < 0 or not int(m.mesh_polynum[mesh]):
     return None
   pa, pn = int(m.mesh_polyadr[mesh]), int(m.mesh_polynum[mesh])
   va, vn = int(m.mesh_vertadr[mesh]), int(m.mesh_vertnum[mesh])
@@ -277,12 +274,8 @@ def _contact_params(m: Model, g1: np.ndarray, g2: np.ndarray, ipair: np.ndarray)
   solref = jnp.where(hi1, ref1, jnp.where(hi2, ref2, solref))
   solimp = jnp.where(hi1, m.geom_solimp[g1], jnp.where(hi2, m.geom_solimp[g2], solimp))
   fri = jnp.where(hi1, m.geom_friction[g1], jnp.where(hi2, m.geom_friction[g2], fri))
-  has_adhesion = 'geom_adhesion' in m.fields()
-  if has_adhesion:
-    ad1, ad2 = m.geom_adhesion[g1], m.geom_adhesion[g2]
-    adhesion = jnp.where(hi1[:, 0], ad1, jnp.where(hi2[:, 0], ad2, ad1 + ad2))
-  else:
-    adhesion = jnp.zeros(len(g1), fri.dtype)
+  ad1, ad2 = m.geom_adhesion[g1], m.geom_adhesion[g2]
+  adhesion = jnp.where(hi1[:, 0], ad1, jnp.where(hi2[:, 0], ad2, ad1 + ad2))
   friction = jnp.stack([fri[:, 0], fri[:, 0], fri[:, 1], fri[:, 2], fri[:, 2]], axis=-1)
   solreffriction = jnp.zeros_like(solref)
   explicit = ipair >= 0
@@ -295,8 +288,7 @@ def _contact_params(m: Model, g1: np.ndarray, g2: np.ndarray, ipair: np.ndarray)
     prf = m.pair_solreffriction[ip]
     has_prf = e & jnp.any(prf != 0, axis=-1, keepdims=True)
     solreffriction = jnp.where(has_prf, prf, solreffriction)
-    if has_adhesion:
-      adhesion = jnp.where(explicit, m.pair_adhesion[ip], adhesion)
+    adhesion = jnp.where(explicit, m.pair_adhesion[ip], adhesion)
   if m.opt.enableflags & EnableBit.OVERRIDE:
     friction = jnp.broadcast_to(m.opt.o_friction, friction.shape)
     solref = jnp.broadcast_to(m.opt.o_solref, solref.shape)
@@ -490,7 +482,7 @@ def collision(m: Model, d: Data) -> Data:
       fields[k] = jnp.asarray(pairs_[k][slot_pair], dtype=jnp.int32)
   if warning.shape[0] > WarningType.CONTACTFULL:
     warning = warning.at[WarningType.CONTACTFULL].add(overflow.astype(warning.dtype))
-  if getattr(m, 'flg_adhesion', 0):
+  if m.flg_adhesion:
     # adhesive contacts stay in the constraint in their gap band, without friction (mj_setContact)
     tether = fields['active'] & (fields['adhesion'] != 0)
     tether &= fields['dist'] >= fields['includemargin']
