@@ -436,7 +436,7 @@ def _user_xla_flags() -> str:
   return USER_FLAGS
 
 
-def _xla_flags(flags: str, mjx_xla: str) -> str:
+def xla_flags(flags: str, mjx_xla: str) -> str:
   """XLA_FLAGS for a JAX engine's worker: the CPU flags of jaxsim/_src/xla.py unless set.
 
   With mjx_xla 'default', only the required (scheduler) flag is added: the XLA CPU deadlock
@@ -458,7 +458,7 @@ def _run_worker(python: str, spec: dict, timeout: float) -> dict:
   env = dict(os.environ)
   if spec['engine'] in ('jaxsim', 'mjx'):
     policy = spec.get('mjx_xla', 'same') if spec['engine'] == 'mjx' else 'same'
-    env['XLA_FLAGS'] = _xla_flags(_user_xla_flags(), policy)
+    env['XLA_FLAGS'] = xla_flags(_user_xla_flags(), policy)
     spec = {**spec, 'xla_flags': env['XLA_FLAGS']}
   cmd = [python, os.path.abspath(__file__), '--worker', json.dumps(spec)]
   try:

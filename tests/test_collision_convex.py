@@ -402,7 +402,7 @@ def test_mesh_polygon_map_with_interior_last_vertex():
     <worldbody><geom type="mesh" mesh="m"/></worldbody></mujoco>"""
   m, mj = jaxsim.load_string(xml), mujoco.MjModel.from_xml_string(xml)
   assert mj.mesh_polymapnum[-1] == 0 and mj.mesh_polymapadr[-1] == len(mj.mesh_polymap)
-  poly = driver._mesh_poly(m, 0)
+  poly = driver.mesh_poly(m, 0)
   pmap, num = np.asarray(poly.map), np.asarray(poly.nmap)
   np.testing.assert_array_equal(num, mj.mesh_polymapnum)
   for v in range(mj.mesh_vertnum[0]):

@@ -428,7 +428,7 @@ def test_condim_as_driver():
 
   def params():
     for g in m.layout.groups:
-      dim = driver._contact_params(m, g['geom1'], g['geom2'], g['ipair'])['dim']
+      dim = driver.contact_params(m, g['geom1'], g['geom2'], g['ipair'])['dim']
       dims.append(np.repeat(np.asarray(dim), g['nslot']))
     return 0
 
@@ -535,7 +535,7 @@ def test_rows_get_orders_parts_by_row(monkeypatch):
   vals = [rng.normal(size=r.shape + (2,)) for r in rows]
 
   def build(nefc, parts):
-    r = constraint._Rows(nefc, 2, jnp.float64)
+    r = constraint.RowBuffer(nefc, 2, jnp.float64)
     for rw, v in parts:
       r.set(rw, j=v)
     return np.asarray(r.get('j'))
@@ -546,7 +546,7 @@ def test_rows_get_orders_parts_by_row(monkeypatch):
   parts = list(zip(rows, vals, strict=True))
   np.testing.assert_array_equal(build(8, parts), want)  # runs, concatenated
   np.testing.assert_array_equal(build(9, parts), np.r_[want, np.zeros((1, 2))])  # row 8 unset
-  monkeypatch.setattr(constraint._Rows, 'MAX_RUNS', 2)
+  monkeypatch.setattr(constraint.RowBuffer, 'MAX_RUNS', 2)
   np.testing.assert_array_equal(build(8, parts), want)  # too many runs: scattered
 
 
@@ -558,7 +558,7 @@ def test_surfacevel_static_count():
   xml = xml.replace('condim="1"/>', 'condim="1" surfacevel=".3 -.2 .4 .1 .2 .7"/>', 1)
   moving, _ = load_xml(xml)
   assert (plain.nsurfacevel, moving.nsurfacevel) == (0, 1)
-  traced = jax.jit(lambda m: jnp.asarray(constraint._has_surfacevel(m)))
+  traced = jax.jit(lambda m: jnp.asarray(constraint.has_surfacevel(m)))
   assert not traced(plain) and traced(moving)
 
 

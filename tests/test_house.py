@@ -36,10 +36,10 @@ def _package_of(name: str) -> str:
   return name if MODULES[name].name == '__init__.py' else name.rpartition('.')[0]
 
 
-def _imports(name: str):
-  """(node, imported module, imported names) for every import statement of a module, with
-  relative imports resolved; an imported name that is a module counts as that module."""
-  for node in ast.walk(TREES[name]):
+def _imports(name: str, tree: ast.Module | None = None):
+  """(node, imported module, imported names) for every import statement of a module (or of a
+  test file's `tree`), with relative imports resolved."""
+  for node in ast.walk(TREES[name] if tree is None else tree):
     if isinstance(node, ast.Import):
       for a in node.names:
         yield node, a.name, ()
@@ -114,10 +114,11 @@ def test_no_jaxsim_import_inside_functions():
   assert local == []
 
 
-def _module_aliases(name: str) -> dict[str, str]:
-  """Local name -> jaxsim module, for the modules a module imports as names."""
+def _module_aliases(name: str, tree: ast.Module | None = None) -> dict[str, str]:
+  """Local name -> jaxsim module, for the modules a module (or a test's `tree`) imports as
+  names."""
   out = {}
-  for node, base, _ in _imports(name):
+  for node, base, _ in _imports(name, tree):
     if isinstance(node, ast.Import):
       for a in node.names:
         if a.name in MODULES and a.asname:
@@ -148,6 +149,33 @@ def test_no_module_uses_another_modules_private_names():
         if node.value.id in aliases and private(node.attr):
           if f'{aliases[node.value.id]}.{node.attr}' not in MODULES:
             uses.append(f'{name}: {node.value.id}.{node.attr} (line {node.lineno})')
+  assert uses == []
+
+
+def _private_uses(name: str, tree: ast.Module) -> list[str]:
+  private = lambda n: n.startswith('_') and not n.startswith('__')  # noqa: E731
+  uses = []
+  for _, base, names in _imports(name, tree):
+    if base.split('.')[0] != 'jaxsim':
+      continue
+    uses += [f'{name}: from {base} import {n}' for n in names if private(n)]
+    uses = [
+      u for u in uses if u.rpartition(' ')[2] and f'{base}.{u.rpartition(" ")[2]}' not in MODULES
+    ]
+  aliases = _module_aliases(name, tree)
+  for node in ast.walk(tree):
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+      if node.value.id in aliases and private(node.attr):
+        if f'{aliases[node.value.id]}.{node.attr}' not in MODULES:
+          uses.append(f'{name}: {node.value.id}.{node.attr} (line {node.lineno})')
+  return uses
+
+
+def test_tests_use_only_public_names():
+  """Tests reach the package through public names (or names a module makes public for them)."""
+  uses = []
+  for path in sorted(pathlib.Path(__file__).parent.glob('*.py')):
+    uses += _private_uses(f'tests.{path.stem}', ast.parse(path.read_text()))
   assert uses == []
 
 

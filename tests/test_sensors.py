@@ -116,7 +116,12 @@ def test_sensors_model_exercises_every_path(case):
   if name != 'models/sensors':
     return
   types = set(mj.sensor_type.tolist())
-  supported = set(sensors._POS) | set(sensors._VEL) | set(sensors._ACC) | {int(sensors.S.USER)}
+  supported = (
+    set(sensors.POS_SENSORS)
+    | set(sensors.VEL_SENSORS)
+    | set(sensors.ACC_SENSORS)
+    | {int(sensors.S.USER)}
+  )
   assert supported <= types, supported - types
 
   def value(mc, sensor):

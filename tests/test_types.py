@@ -193,7 +193,7 @@ def test_loaded_model_has_exactly_the_declared_fields(path):
   set_const and build complete and make_model derives are the declared Model fields exactly."""
   compiled = mjcf.compile_file(path)
   compiled.pop('lengthrange_sim'), compiled.pop('lengthrange_opt')
-  made = set(compiled) | set(types._uncomputed(compiled)) | set(types._derived(compiled))
+  made = set(compiled) | set(types.uncomputed(compiled)) | set(types.derived(compiled))
   declared = set(types.Model._names) - {'layout'}
   assert made == declared, f'undeclared: {made - declared}; declared, not made: {declared - made}'
   assert set(compiled['opt']) | {'has_fluid_params'} == set(types.Option._names)

@@ -74,6 +74,6 @@ def test_bench_gives_mjx_the_same_flags_or_only_the_required_one(policy):
   spec = importlib.util.spec_from_file_location('throughput', path)
   bench = importlib.util.module_from_spec(spec)
   spec.loader.exec_module(bench)
-  flags = set(bench._xla_flags('--xla_dump_to=/tmp/x', policy).split())
+  flags = set(bench.xla_flags('--xla_dump_to=/tmp/x', policy).split())
   expected = xla.CPU_FLAGS if policy == 'same' else xla.REQUIRED_FLAGS
   assert flags == {'--xla_dump_to=/tmp/x'} | {f'--{k}={v}' for k, v in expected.items()}

@@ -154,7 +154,7 @@ def _kb(ref: jax.Array, dmax: jax.Array) -> tuple[jax.Array, jax.Array]:
   return k, b
 
 
-class _Rows:
+class RowBuffer:
   """Per-row values of each kind, gathered and scattered into their slots once per field."""
 
   SHAPES = {
@@ -220,7 +220,7 @@ def _first_rows(lay: Layout, typ: int, ids: np.ndarray) -> np.ndarray:
 # ------------------------------------------------------------------------------ row kinds
 
 
-def _equality(m: Model, d: Data, lay: Layout, r: _Rows) -> None:
+def _equality(m: Model, d: Data, lay: Layout, r: RowBuffer) -> None:
   """Connect, weld, joint and tendon equality rows (mj_instantiateEquality)."""
   eq_rows = np.arange(lay.ne)
   eq_ids = np.unique(lay.id[eq_rows])
@@ -307,7 +307,7 @@ def _equality(m: Model, d: Data, lay: Layout, r: _Rows) -> None:
     r.set(rows, solref=m.eq_solref[ids], solimp=m.eq_solimp[ids])
 
 
-def _friction(m: Model, d: Data, lay: Layout, r: _Rows) -> None:
+def _friction(m: Model, d: Data, lay: Layout, r: RowBuffer) -> None:
   """Friction loss rows of dofs and tendons (mj_instantiateFriction)."""
   rows = np.flatnonzero(lay.type == ConstraintType.FRICTION_DOF)
   if rows.size:
@@ -332,7 +332,7 @@ def _side(lay: Layout, rows: np.ndarray) -> np.ndarray:
   return np.where(first, -1.0, 1.0)
 
 
-def _limit(m: Model, d: Data, lay: Layout, r: _Rows) -> None:
+def _limit(m: Model, d: Data, lay: Layout, r: RowBuffer) -> None:
   """Joint and tendon limit rows (mj_instantiateLimit)."""
   rows = np.flatnonzero(lay.type == ConstraintType.LIMIT_JOINT)
   if rows.size:
@@ -375,7 +375,7 @@ def _limit(m: Model, d: Data, lay: Layout, r: _Rows) -> None:
     r.set(rows, solref=m.tendon_solref_lim[ids], solimp=m.tendon_solimp_lim[ids])
 
 
-def _contact(m: Model, d: Data, lay: Layout, r: _Rows) -> tuple[jax.Array, jax.Array]:
+def _contact(m: Model, d: Data, lay: Layout, r: RowBuffer) -> tuple[jax.Array, jax.Array]:
   """Contact rows of every slot (mj_instantiateContact, mj_contactJacobian); slot activity and
   which active slots hold an adhesive contact in its gap band (tether), both (ncon,).
 
@@ -499,7 +499,7 @@ def make_constraint(m: Model, d: Data) -> Data:
         efc_address=jnp.full(ncon, -1, jnp.int32), mu=jnp.zeros(ncon, dtype)
       )
     )
-  r = _Rows(nefc, m.nv, dtype)
+  r = RowBuffer(nefc, m.nv, dtype)
   if lay.ne:
     _equality(m, d, lay, r)
   _friction(m, d, lay, r)
@@ -630,7 +630,7 @@ def _jdotv(m: Model, d: Data, lay: Layout) -> jax.Array:
   return out
 
 
-def _has_surfacevel(m: Model) -> bool:
+def has_surfacevel(m: Model) -> bool:
   """Whether any geom has a surface velocity (static m.nsurfacevel)."""
   return m.nsurfacevel > 0
 
@@ -702,7 +702,7 @@ def reference(m: Model, d: Data) -> Data:
   if not lay.nefc:
     return d
   vel = d.efc_J @ d.qvel
-  if _has_surfacevel(m) and len(lay.contact_efcadr):
+  if has_surfacevel(m) and len(lay.contact_efcadr):
     vel = vel + _surface_vel(m, d, lay)
   kbip = d.efc_KBIP
   aref = -kbip[:, 1] * vel - kbip[:, 0] * kbip[:, 2] * (d.efc_pos - d.efc_margin)

@@ -68,7 +68,7 @@ def unsupported(m: Model) -> list[str]:
     return []
   out = []
   stype = np.asarray(m.sensor_type)
-  known = set(_POS) | set(_VEL) | set(_ACC) | {int(S.USER)}
+  known = set(POS_SENSORS) | set(VEL_SENSORS) | set(ACC_SENSORS) | {int(S.USER)}
   for t in sorted(set(stype.tolist()) - known):
     out.append(f'{SensorType(t).name.lower()} sensors')
   coll = np.flatnonzero(np.isin(stype, _COLLISION))
@@ -733,7 +733,7 @@ def _col(x: jax.Array) -> jax.Array:
 
 _Fn = Callable[[Model, Data, np.ndarray], jax.Array]
 
-_POS: dict[int, _Fn] = {
+POS_SENSORS: dict[int, _Fn] = {
   S.MAGNETOMETER: lambda m, d, i: _rotate_t(
     d.site_xmat[_objid(m, i)], jnp.broadcast_to(m.opt.magnetic, (len(i), 3))
   ),
@@ -768,7 +768,7 @@ _POS: dict[int, _Fn] = {
   S.CONTACT: _contact,
 }
 
-_VEL: dict[int, _Fn] = {
+VEL_SENSORS: dict[int, _Fn] = {
   S.VELOCIMETER: lambda m, d, i: _site_motion(m, d, i, acc=False)[:, 3:],
   S.GYRO: lambda m, d, i: _site_motion(m, d, i, acc=False)[:, :3],
   S.JOINTVEL: lambda m, d, i: _col(d.qvel[np.asarray(m.jnt_dofadr)[_objid(m, i)]]),
@@ -787,7 +787,7 @@ _VEL: dict[int, _Fn] = {
   S.CONTACT: _contact,
 }
 
-_ACC: dict[int, _Fn] = {
+ACC_SENSORS: dict[int, _Fn] = {
   S.TOUCH: _touch,
   S.ACCELEROMETER: lambda m, d, i: _site_motion(m, d, i, acc=True)[:, 3:],
   S.FORCE: lambda m, d, i: _site_wrench(m, d, i)[:, 3:],
@@ -849,7 +849,7 @@ def sensor_pos(m: Model, d: Data) -> Data:
   ids = _ids(m, Stage.POS)
   if not ids.size:
     return d
-  return _compute(m, d, ids, _POS)
+  return _compute(m, d, ids, POS_SENSORS)
 
 
 def sensor_vel(m: Model, d: Data) -> Data:
@@ -859,7 +859,7 @@ def sensor_vel(m: Model, d: Data) -> Data:
     return d
   if np.isin(np.asarray(m.sensor_type)[ids], _NEED_SUBTREE_VEL).any():
     d = subtree_vel(m, d)
-  return _compute(m, d, ids, _VEL)
+  return _compute(m, d, ids, VEL_SENSORS)
 
 
 def sensor_acc(m: Model, d: Data) -> Data:
@@ -869,7 +869,7 @@ def sensor_acc(m: Model, d: Data) -> Data:
     return d
   if np.isin(np.asarray(m.sensor_type)[ids], _NEED_RNE_POST).any():
     d = rne_post.rne_post_constraint(m, d)
-  return _compute(m, d, ids, _ACC)
+  return _compute(m, d, ids, ACC_SENSORS)
 
 
 def energy(m: Model, d: Data) -> jax.Array:

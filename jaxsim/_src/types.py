@@ -790,7 +790,7 @@ def _constraint_counts(c: Mapping[str, Any]) -> dict[str, int]:
   }
 
 
-def _derived(c: Mapping[str, Any]) -> dict[str, Any]:
+def derived(c: Mapping[str, Any]) -> dict[str, Any]:
   """The static fields make_model derives from the compiled arrays (whatever `c` says of them)."""
   out = tree_structure(c['body_parentid'], c['dof_bodyid'], c['dof_parentid'])
   out['constraint_counts'] = _constraint_counts(c)
@@ -808,7 +808,7 @@ def _derived(c: Mapping[str, Any]) -> dict[str, Any]:
   return out
 
 
-def _uncomputed(c: Mapping[str, Any]) -> dict[str, Any]:
+def uncomputed(c: Mapping[str, Any]) -> dict[str, Any]:
   """The Model fields computed after compilation, as they are until then: set_const's constants
   at qpos0 (zero; actuator_acc0 NaN, which muscles with force < 0 divide by), and build's
   candidate pairs (none) and Data sizes (0). set_const's own Model has these values."""
@@ -879,8 +879,8 @@ def make_model(compiled: Mapping[str, Any]) -> Model:
   read-only NumPy arrays, dynamic ones jax.Arrays; TypeError for an undeclared or missing field.
   """
   dtype = jnp.asarray(0.0).dtype
-  c = {**_uncomputed(compiled), **compiled}
-  c.update(_derived(c))
+  c = {**uncomputed(compiled), **compiled}
+  c.update(derived(c))
   _check_names(Model, c, optional=frozenset({'layout'}))
   static = static_fields(Model)
   fields: dict[str, Any] = {}

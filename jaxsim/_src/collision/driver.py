@@ -73,7 +73,7 @@ def geom_info(m: Model, d: Data, geoms: np.ndarray, mesh: int, rbound: bool = Fa
   vert = _mesh_vert(m, mesh)
   globalid, neighbors = mesh_graph_arrays(m.mesh_data[mesh].graph)
   tile = lambda x: jnp.broadcast_to(jnp.asarray(x), (n,) + np.shape(x))  # noqa: E731
-  poly = _mesh_poly(m, mesh)
+  poly = mesh_poly(m, mesh)
   return info._replace(
     vert=tile(vert),
     graph_globalid=tile(globalid),
@@ -130,7 +130,7 @@ def mesh_table(m: Model, mesh: np.ndarray) -> MeshTable | None:
   width = max(len(h) for h in hulls)
   hull_id = np.stack([np.concatenate([h, np.full(width - len(h), h[0])]) for h in hulls])
   hull_vert = m.mesh_vert[adr[:, None] + hull_id]
-  polys = [_mesh_poly(m, int(i)) for i in used]
+  polys = [mesh_poly(m, int(i)) for i in used]
   poly = None
   if any(p is not None for p in polys):
     nv = vert.shape[1]
@@ -194,7 +194,7 @@ def _row(t: MeshTable | None, pick: Callable) -> jax.Array | None:
   return None if t is None else pick(jnp.asarray(t.row))
 
 
-def _mesh_poly(m: Model, mesh: int) -> sp.MeshPoly | None:
+def mesh_poly(m: Model, mesh: int) -> sp.MeshPoly | None:
   """A mesh's polygons (mesh_poly*) as padded arrays for multi-contact; None without any."""
   if mesh < 0 or not int(m.mesh_polynum[mesh]):
     return None
@@ -249,7 +249,7 @@ def _margin_gap(m: Model, g1, g2, ipair) -> tuple[jax.Array, jax.Array]:
   return margin, gap
 
 
-def _contact_params(m: Model, g1: np.ndarray, g2: np.ndarray, ipair: np.ndarray) -> dict:
+def contact_params(m: Model, g1: np.ndarray, g2: np.ndarray, ipair: np.ndarray) -> dict:
   """condim (static), friction (n, 5), solref, solreffriction (n, 2), solimp (n, 5), adhesion (n,).
 
   adhesion (MuJoCo 4): the sum of the geoms', the higher-priority geom's where priorities differ;
@@ -373,7 +373,7 @@ def collision(m: Model, d: Data) -> Data:
   ipairs = cat('ipair')
   margins, gaps = _margin_gap(m, pairs_['geom1'], pairs_['geom2'], ipairs)
   oks, sgaps = broadphase.sphere_test(m, d, pairs_['geom1'], pairs_['geom2'], margins + gaps)
-  pairs_.update(_contact_params(m, pairs_['geom1'], pairs_['geom2'], ipairs), includemargin=margins)
+  pairs_.update(contact_params(m, pairs_['geom1'], pairs_['geom2'], ipairs), includemargin=margins)
   start = np.cumsum([0] + [len(g['geom1']) for g in grps])
   for gi, grp in enumerate(grps):
     g1, g2, n = grp['geom1'], grp['geom2'], grp['ncon']
