@@ -9,6 +9,7 @@ so that no stale size remains.
 from __future__ import annotations
 
 import jax
+import jax.numpy as jnp
 
 from jaxsim._src import layout, lengthrange
 from jaxsim._src.collision import pairs
@@ -18,11 +19,39 @@ from jaxsim._src.types import Data, Model, make_model, static_fields
 from jaxsim._src.types import make_data as _make_data
 
 
-def make_data(m: Model) -> Data:
-  """A Data at the model's qpos0, zero velocity, with contact slots and constraint rows sized for
-  the model as its options are now (mj_makeData + mj_resetData)."""
+def make_data(m: Model, keyframe: int | str | None = None) -> Data:
+  """A Data with contact slots and constraint rows sized for the model as its options are now
+  (mj_makeData), at qpos0 with zero velocity (mj_resetData) or at a keyframe.
+
+  Arguments:
+    m: the Model.
+    keyframe: a keyframe's name or index: time, qpos, qvel, act, ctrl, mocap_pos and
+      mocap_quat are the keyframe's (mj_resetDataKeyframe); None for qpos0.
+  Returns:
+    the Data; run `forward` (or `step`) on it for the derived quantities.
+  Raises:
+    KeyError: no keyframe of that name; IndexError: an index outside 0..nkey-1.
+  """
   lay = layout.layout_of(m)
-  return _make_data(m, ncon=lay.ncon, nefc=lay.nefc)
+  d = _make_data(m, ncon=lay.ncon, nefc=lay.nefc)
+  if keyframe is None:
+    return d
+  if isinstance(keyframe, str):
+    k = m.name2id('key', keyframe)
+  else:
+    k = int(keyframe)
+    if not 0 <= k < m.nkey:
+      raise IndexError(f'keyframe {k} out of range: the model has {m.nkey} keyframes')
+  dtype = d.qpos.dtype
+  return d.replace(
+    time=jnp.asarray(m.key_time[k], dtype),
+    qpos=jnp.asarray(m.key_qpos[k], dtype),
+    qvel=jnp.asarray(m.key_qvel[k], dtype),
+    act=jnp.asarray(m.key_act[k], dtype),
+    ctrl=jnp.asarray(m.key_ctrl[k], dtype),
+    mocap_pos=jnp.asarray(m.key_mpos[k], dtype).reshape(m.nmocap, 3),
+    mocap_quat=jnp.asarray(m.key_mquat[k], dtype).reshape(m.nmocap, 4),
+  )
 
 
 def build(compiled: dict) -> Model:
