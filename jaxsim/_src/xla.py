@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import warnings
 
-from jax._src import xla_bridge
+from jax._src import xla_bridge  # JAX's own record of whether its backends exist
 
 # Needed for jaxsim to run at all, so applied on `import jaxsim`. With it on (jax 0.10.2), a
 # batched program holding while loops (the solver, the joint scan) has been seen to deadlock at
@@ -47,7 +47,8 @@ def add_flags(flags: dict[str, str]) -> bool:
   if not missing:
     return True
   os.environ['XLA_FLAGS'] = ' '.join([current] + [f'--{k}={v}' for k, v in missing.items()]).strip()
-  if xla_bridge.backends_are_initialized():
+  started = getattr(xla_bridge, 'backends_are_initialized', lambda: False)
+  if started():
     names = ', '.join(missing)
     warnings.warn(
       f'jaxsim: JAX already started its backends, so the XLA flags {names} do not apply in this '
