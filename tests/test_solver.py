@@ -569,8 +569,8 @@ def test_linesearch_polynomials(cone):
   @jax.jit
   def evaluate(alpha):
     jaref, jv = p.J @ qacc - p.aref, p.J @ search
-    ln = solver.prepare(p, r, jaref, jv, search, p.M @ qacc, p.M @ search)
-    return solver.eval(p, ln, alpha), jax.vmap(total)(alpha) - total(0.0)
+    ln = solver.line_prepare(p, r, jaref, jv, search, p.M @ qacc, p.M @ search)
+    return solver.line_eval(p, ln, alpha), jax.vmap(total)(alpha) - total(0.0)
 
   alpha = jnp.asarray(np.linspace(-1, 1, 41) ** 3 * 2)
   h = 1e-6

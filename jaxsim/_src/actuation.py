@@ -476,7 +476,7 @@ def _pid(
   slew_adr = adr[slewed] + (ki[slewed] != 0)
   h = m.opt.timestep
   limited = np.asarray(m.actuator_ctrllimited)[i].astype(bool)
-  u = clamp(ctrl[i], limited, m.actuator_ctrlrange[i])
+  u = clamp_range(ctrl[i], limited, m.actuator_ctrlrange[i])
   stateful = dyn != DYN_NONE
   after = _integrate_act(m, d.act, act_dot)[np.maximum(last, 0)]
 
@@ -516,7 +516,7 @@ def _pid(
 # ------------------------------------------------------------------------------ forces
 
 
-def clamp(x: jax.Array, limited: np.ndarray, rng: jax.Array) -> jax.Array:
+def clamp_range(x: jax.Array, limited: np.ndarray, rng: jax.Array) -> jax.Array:
   """Clips x to rng where the static `limited` flag is set (clampVec)."""
   limited = np.asarray(limited).astype(bool)
   if not limited.any():
@@ -544,7 +544,7 @@ def actuation(m: Model, d: Data) -> Data:
 
   ctrl = d.ctrl
   if not m.opt.disableflags & DisableBit.CLAMPCTRL:
-    ctrl = clamp(ctrl, m.actuator_ctrllimited, m.actuator_ctrlrange)
+    ctrl = clamp_range(ctrl, m.actuator_ctrllimited, m.actuator_ctrlrange)
   # one bad control zeroes them all (mjWARN_BADCTRL)
   bad = jnp.any(jnp.isnan(ctrl) | (jnp.abs(ctrl) > MAXVAL))
   ctrl = jnp.where(bad, 0.0, ctrl)
@@ -628,7 +628,7 @@ def actuation(m: Model, d: Data) -> Data:
       )
       force = force.at[on].set(force[on] * jnp.where(total == 0, 1.0, ratio))
 
-  force = clamp(force, m.actuator_forcelimited, m.actuator_forcerange)
+  force = clamp_range(force, m.actuator_forcelimited, m.actuator_forcerange)
   qfrc = force @ d.actuator_moment
 
   # gravity compensation routed through actuators: qfrc_gravcomp comes from the passive stage

@@ -101,7 +101,7 @@ def check_ctrl(m: Model, d: Data) -> Data:
     return d
   ctrl = d.ctrl
   if not m.opt.disableflags & DisableBit.CLAMPCTRL:
-    ctrl = actuation.clamp(ctrl, m.actuator_ctrllimited, m.actuator_ctrlrange)
+    ctrl = actuation.clamp_range(ctrl, m.actuator_ctrllimited, m.actuator_ctrlrange)
   return d.replace(warning=_warn(d, WarningType.BADCTRL, jnp.any(is_bad(ctrl))))
 
 

@@ -223,7 +223,7 @@ def _one_island(nv: int, nefc: int) -> _Isl:
   return _Isl(jnp.zeros(nv, jnp.int32), jnp.zeros(nefc, jnp.int32), 1)
 
 
-def prepare(
+def line_prepare(
   p: _Problem, r: RowClasses, jaref, jv, search, ma, mv, isl: _Isl | None = None
 ) -> _Line:
   """Quadratic polynomials of each cost term along the search direction (PrimalPrepare)."""
@@ -273,7 +273,7 @@ def _zone(n, tsq, mu):
   return jnp.where(tsq <= 0, jnp.where(n < 0, 2, 1), z), t
 
 
-def eval(p: _Problem, ln: _Line, alpha: jax.Array) -> jax.Array:
+def line_eval(p: _Problem, ln: _Line, alpha: jax.Array) -> jax.Array:
   """Cost(alpha) - cost(0) and its first two derivatives along the search (PrimalEval).
 
   Per island: alpha (nisl, k), a step length of each island, returns points (nisl, k, 4), each
@@ -283,7 +283,7 @@ def eval(p: _Problem, ln: _Line, alpha: jax.Array) -> jax.Array:
   are formed directly, as MuJoCo does, to avoid cancellation.
   """
   if alpha.ndim == 1:
-    return eval(p, ln, alpha[None])[0]
+    return line_eval(p, ln, alpha[None])[0]
   nisl = alpha.shape[0]
 
   def seg(v, lab):  # (3, k, n) summed per island: (3, k, nisl)
@@ -408,8 +408,8 @@ def _linesearch(p: _Problem, r: RowClasses, ln: _Line, snorm, gtol, ls_iteration
   """
   dtype = snorm.dtype
   nisl = snorm.shape[0]
-  p0 = eval(p, ln, jnp.zeros((nisl, 1), dtype))[:, 0]
-  p1 = eval(p, ln, _newton(p0)[:, None])[:, 0]
+  p0 = line_eval(p, ln, jnp.zeros((nisl, 1), dtype))[:, 0]
+  p1 = line_eval(p, ln, _newton(p0)[:, None])[:, 0]
   small = skip | (snorm < MINVAL)
   init = (jnp.abs(p1[:, D0]) < gtol) & ((p1[:, ALPHA] == 0) | (p1[:, COST] < 0))
   unset = jnp.zeros((nisl, 4), dtype).at[:, D1].set(1.0)  # finite Newton steps from unset points
@@ -430,7 +430,7 @@ def _linesearch(p: _Problem, r: RowClasses, ln: _Line, snorm, gtol, ls_iteration
     p1, p2, p1n, p2n = (s.pts[:, k] for k in range(4))
     mid = 0.5 * (p1[:, ALPHA] + p2[:, ALPHA])
     a0 = jnp.where(s.phase == 1, p1n[:, ALPHA], _newton(p1))
-    e = eval(p, ln, jnp.stack([a0, p2n[:, ALPHA], mid], axis=1))  # (nisl, 3, 4)
+    e = line_eval(p, ln, jnp.stack([a0, p2n[:, ALPHA], mid], axis=1))  # (nisl, 3, 4)
     room = s.lsiter < ls_iterations
 
     # phase 0: Newton steps while the slope points further out, then set up the bracket
@@ -603,7 +603,7 @@ def _primal(cfg: _Config, r: RowClasses, p: _Problem, x: _Path):
     search = c.search
     mv, jv = p.M @ search, p.J @ search
     snorm = norm(search)
-    ln = prepare(p, r, c.jaref, jv, search, c.ma, mv, isl)
+    ln = line_prepare(p, r, c.jaref, jv, search, c.ma, mv, isl)
     skip = c.done | (c.niter >= cfg.iterations)
     gtol = ls_tol * snorm / scale
     alpha, ls_improvement = _linesearch(p, r, ln, snorm, gtol, cfg.ls_iterations, skip)
