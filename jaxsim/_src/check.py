@@ -27,8 +27,6 @@ from jaxsim._src import actuation
 from jaxsim._src.enums import MAXVAL, DisableBit, WarningType
 from jaxsim._src.types import Data, Model, make_data
 
-# mjtWarning
-
 
 def is_bad(x: jax.Array) -> jax.Array:
   """True where x is NaN, infinite or beyond +-MAXVAL (mju_isBad), elementwise."""
@@ -106,6 +104,7 @@ def check_ctrl(m: Model, d: Data) -> Data:
 
 
 # what each counter means to a user, and what to do about it
+_BAD = f'NaN or beyond {MAXVAL:g}'
 WARNING_TEXT = {
   WarningType.INERTIA: 'the mass matrix was too close to singular',
   WarningType.CONTACTFULL: (
@@ -113,10 +112,10 @@ WARNING_TEXT = {
     'with jaxsim.with_ncon_max or <size nconmax>'
   ),
   WarningType.CNSTRFULL: 'the constraint row budget overflowed, so rows were dropped',
-  WarningType.BADQPOS: 'qpos was NaN or beyond 1e10, so the world was reset',
-  WarningType.BADQVEL: 'qvel was NaN or beyond 1e10, so the world was reset',
-  WarningType.BADQACC: 'qacc was NaN or beyond 1e10, so the world was reset',
-  WarningType.BADCTRL: 'a control was NaN or beyond 1e10, so the controls were zeroed',
+  WarningType.BADQPOS: f'qpos was {_BAD}, so the world was reset',
+  WarningType.BADQVEL: f'qvel was {_BAD}, so the world was reset',
+  WarningType.BADQACC: f'qacc was {_BAD}, so the world was reset',
+  WarningType.BADCTRL: f'a control was {_BAD}, so the controls were zeroed',
 }
 
 
