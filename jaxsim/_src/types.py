@@ -121,6 +121,15 @@ class _Struct:
     new.__dict__.update(state)
     return new
 
+  def tree_replace(self, params: Mapping[str, Any]):
+    """A copy with fields replaced by dotted paths into nested structs, e.g.
+    `m.tree_replace({'opt.timestep': 0.001, 'geom_friction': f})` (MJX's
+    PyTreeNode.tree_replace; domain randomisation builds its Models and in_axes trees so)."""
+    new = self
+    for path, value in params.items():
+      new = _tree_replace(new, path.split('.'), value)
+    return new
+
   def _static_aux(self) -> tuple[_Static, ...]:
     """The treedef's part of this object: its static fields, content-hashed (cached)."""
     aux = self.__dict__.get('_cached_aux')
@@ -154,6 +163,13 @@ class _Struct:
       elif isinstance(v, (int, float, str, bool)):
         parts.append(f'{k}={v!r}')
     return f'{type(self).__name__}({", ".join(parts)})'
+
+
+def _tree_replace(base: _Struct, path: list[str], value: Any) -> _Struct:
+  if len(path) == 1:
+    return base.replace(**{path[0]: value})
+  inner = getattr(base, path[0])
+  return base.replace(**{path[0]: _tree_replace(inner, path[1:], value)})
 
 
 def _declared(cls):
