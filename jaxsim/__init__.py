@@ -35,6 +35,7 @@ from jaxsim._src.rollout import rollout as rollout
 from jaxsim._src.stages import unsupported as unsupported
 from jaxsim._src.types import Contact as Contact
 from jaxsim._src.types import Data as Data
+from jaxsim._src.types import Impl as Impl
 from jaxsim._src.types import Model as Model
 from jaxsim._src.types import Option as Option
 from jaxsim._src.xla import configure_cpu as configure_cpu  # first: XLA flags before JAX starts

@@ -26,7 +26,8 @@ MuJoCo objects (put_model, put_data, get_data, get_data_into, make_data of an Mj
 from __future__ import annotations
 
 import dataclasses
-import enum
+import hashlib
+import weakref
 from typing import Any
 
 import jax
@@ -40,15 +41,7 @@ Model = jaxsim.Model
 Data = jaxsim.Data
 Option = jaxsim.Option
 Contact = jaxsim.Contact
-
-
-class Impl(str, enum.Enum):
-  """MJX's implementation names; jaxsim.mjx runs JAX only (its own engine)."""
-
-  JAX = 'jax'
-  C = 'c'
-  CPP = 'cpp'
-  WARP = 'warp'
+Impl = jaxsim.Impl  # MJX's implementation names; Model.impl and Data.impl are Impl.JAX
 
 
 def _check_impl(impl: Any) -> None:
@@ -290,6 +283,41 @@ def model_arrays(m) -> dict[str, Any]:
   return out
 
 
+# MjModel -> (fingerprint of its arrays, Model): MJX code calls make_data (and Playground's
+# reset does, under jit) with the MjModel; building once per MjModel, and again only if its
+# arrays or options changed, keeps that cheap and gives every such Data the same layout
+_BUILT: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _fingerprint(m) -> str:
+  """A digest of what put_model reads from m: the arrays and the options (about 30 ms for
+  dm_control's dog; MuJoCo's own binary save of it would take a second)."""
+  h = hashlib.blake2b(digest_size=16)
+  for k in [f.name for f in dataclasses.fields(Model)] + ['mesh_graph', 'geom_fluid', 'names']:
+    v = getattr(m, k, None)
+    if isinstance(v, np.ndarray):
+      h.update(k.encode())
+      h.update(np.ascontiguousarray(v).data)
+    elif isinstance(v, (int, float)):
+      h.update(f'{k}={v!r}'.encode())
+  for f in dataclasses.fields(Option):
+    if hasattr(m.opt, f.name):
+      h.update(np.asarray(getattr(m.opt, f.name)).tobytes())
+  h.update(f'{m.nconmax} {m.njmax}'.encode())
+  return h.hexdigest()
+
+
+def _built(m) -> Model:
+  """The jaxsim.Model of a mujoco.MjModel, built once per MjModel and state of its arrays."""
+  key = _fingerprint(m)
+  hit = _BUILT.get(m)
+  if hit is not None and hit[0] == key:
+    return hit[1]
+  model = jaxsim.build(model_arrays(m))
+  _BUILT[m] = (key, model)
+  return model
+
+
 def put_model(
   m,
   device: jax.Device | None = None,
@@ -307,6 +335,8 @@ def put_model(
   (file, string with assets, MjSpec, binary) and with the changes MJX code makes to it before
   put_model (`mj_model.opt.timestep = ...`). Saving the XML back (mj_saveLastXML) and compiling it
   is not: it works only for the model parsed last and writes numbers with 6 significant digits.
+  The Model is built once per MjModel and state of its arrays (an MjModel changed since is built
+  again), so make_data(mj_model) under jit, as Playground's reset does, is cheap.
 
   Arguments:
     m: a mujoco.MjModel.
@@ -322,7 +352,7 @@ def put_model(
   _check_impl(impl)
   if isinstance(m, Model):
     return _put(m, device)
-  return _put(jaxsim.build(model_arrays(m)), device)
+  return _put(_built(m), device)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -355,7 +385,7 @@ def make_data(
   del _full_compat, naconmax, naccdmax, njmax, nvmax, keepalive_refs
   _check_impl(impl)
   if not isinstance(m, Model):
-    m = put_model(m)
+    m = _built(m)
   return _put(jaxsim.make_data(m), device)
 
 
@@ -412,7 +442,7 @@ def put_data(
   slots here): the Data has empty slots until the next forward or step fills them.
 
   Arguments:
-    m: the mujoco.MjModel (or its jaxsim.Model from put_model).
+    m: the mujoco.MjModel.
     d: the mujoco.MjData.
     device: where to put the arrays; None: the default device.
     impl: 'jax' or None.
@@ -425,11 +455,9 @@ def put_data(
 
   del naconmax, naccdmax, njmax, nvmax, dummy_arg_for_batching, keepalive_refs
   _check_impl(impl)
-  mj_model = m
-  model = m if isinstance(m, Model) else put_model(m)
-  if isinstance(mj_model, Model):
-    raise TypeError('put_data needs the mujoco.MjModel that d belongs to')
-  out = jaxsim.make_data(model)
+  if isinstance(m, Model):
+    raise TypeError('put_data needs the mujoco.MjModel that d belongs to, as mjx.put_data')
+  out = jaxsim.make_data(_built(m))
   dtype = out.qpos.dtype
   changes: dict[str, Any] = {}
   for k in out.fields():

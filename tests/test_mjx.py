@@ -172,6 +172,11 @@ def test_put_model_takes_the_mjmodels_values():
   assert m.names['body'] == ('world', 'box', 'arm', '', 'target')
   assert mjx.name2id(m, mujoco.mjtObj.mjOBJ_SITE, 'tip') == 0
   assert mjx.id2name(m, mujoco.mjtObj.mjOBJ_BODY, 4) == 'target'
+  # built once per MjModel state: again after a change, the same object without one
+  assert mjx.put_model(mj) is m
+  mj.opt.timestep = 0.002
+  assert float(mjx.put_model(mj).opt.timestep) == 0.002
+  assert m.impl == mjx.Impl.JAX and m.impl.value == 'jax' and mjx.make_data(m).impl.value == 'jax'
   for impl in ('warp', 'c', 'cpp'):
     with pytest.raises(ValueError, match="impl='jax'"):
       mjx.put_model(mj, impl=impl)

@@ -20,6 +20,7 @@ arrays, count 0). The instances are immutable; `.replace(**changes)` makes a cha
 from __future__ import annotations
 
 import dataclasses
+import enum
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -90,8 +91,24 @@ def static_fields(cls) -> frozenset[str]:
   return frozenset(cls._static_names)
 
 
+class Impl(str, enum.Enum):
+  """MJX's implementation names (mjx.Impl). jaxsim's Models and Data are its own JAX engine:
+  their `impl` is Impl.JAX, so MJX code reading `model.impl.value` runs; jaxsim.mjx refuses the
+  others."""
+
+  JAX = 'jax'
+  C = 'c'
+  CPP = 'cpp'
+  WARP = 'warp'
+
+
 class _Struct:
   """Base of the declared pytrees: attribute access, immutability, replace, repr."""
+
+  @property
+  def impl(self) -> Impl:
+    """Impl.JAX: which engine runs this (MJX's Model.impl and Data.impl)."""
+    return Impl.JAX
 
   _names: tuple[str, ...] = ()
   _static_names: tuple[str, ...] = ()
