@@ -273,6 +273,8 @@ def model_arrays(m) -> dict[str, Any]:
   out['compiler'] = {}
   # <size nconmax> is a contact budget for jaxsim's layout (MuJoCo keeps -1 for none)
   out['size'] = {k: int(getattr(m, k)) for k in ('nconmax', 'njmax') if int(getattr(m, k)) >= 0}
+  if m.nuserdata:
+    out['size']['nuserdata'] = int(m.nuserdata)
   # MuJoCo's final statistics, given as the user's: set_const then keeps them
   out['statistic'] = {
     'meansize': float(m.stat.meansize),
@@ -631,3 +633,95 @@ def _kind_of(typ) -> str:
     if obj == name:
       return kind
   raise ValueError(f'unknown object type {typ!r}')
+
+
+def full_m(m: Model, d: Data) -> jax.Array:
+  """The joint-space inertia matrix (nv, nv) (mjx.full_m): jaxsim keeps qM dense."""
+  del m
+  return d.qM
+
+
+# ------------------------------------------------------------------------------------------------
+# state vectors (mj_getState, mj_setState)
+
+
+# mjtState component (its name without mjSTATE_) -> the Data field holding it; components jaxsim
+# does not hold have size 0 (no actuator history, plugin state or plasticity is simulated), except
+# userdata, refused where the model declares some
+_STATE_FIELDS = {
+  'TIME': 'time',
+  'QPOS': 'qpos',
+  'QVEL': 'qvel',
+  'ACT': 'act',
+  'HISTORY': None,
+  'WARMSTART': 'qacc_warmstart',
+  'CTRL': 'ctrl',
+  'QFRC_APPLIED': 'qfrc_applied',
+  'XFRC_APPLIED': 'xfrc_applied',
+  'EQ_ACTIVE': 'eq_active',
+  'MOCAP_POS': 'mocap_pos',
+  'MOCAP_QUAT': 'mocap_quat',
+  'USERDATA': None,
+  'PLUGIN': None,
+  'PLASTIC': None,
+}
+
+
+def _state_components(m: Model, spec) -> list[tuple[str | None, int]]:
+  """(Data field or None, size) of each component in spec, in MuJoCo's order."""
+  import mujoco
+
+  spec = int(spec)
+  if spec < 0 or spec >= 1 << int(mujoco.mjtState.mjNSTATE):
+    raise ValueError(f'Invalid state spec {spec}')
+  out = []
+  for i in range(int(mujoco.mjtState.mjNSTATE)):
+    if not spec & (1 << i):
+      continue
+    name = mujoco.mjtState(1 << i).name.removeprefix('mjSTATE_')
+    if name not in _STATE_FIELDS:
+      raise ValueError(f'state component {name} is not known to jaxsim.mjx')
+    if name == 'USERDATA' and m.size.get('nuserdata', 0):
+      raise NotImplementedError('jaxsim.Data holds no userdata')
+    field = _STATE_FIELDS[name]
+    size = 1 if field == 'time' else 0
+    if field not in (None, 'time'):
+      shapes = {'qpos': (m.nq,), 'qvel': (m.nv,), 'act': (m.na,), 'qacc_warmstart': (m.nv,)}
+      shapes.update(ctrl=(m.nu,), qfrc_applied=(m.nv,), xfrc_applied=(m.nbody, 6))
+      shapes.update(eq_active=(m.neq,), mocap_pos=(m.nmocap, 3), mocap_quat=(m.nmocap, 4))
+      size = int(np.prod(shapes[field]))
+    out.append((field, size))
+  return out
+
+
+def state_size(m: Model, spec) -> int:
+  """Size of the state vector of components `spec` (an mjtState bit mask; mjx.state_size)."""
+  return sum(size for _, size in _state_components(m, spec))
+
+
+def get_state(m: Model, d: Data, spec) -> jax.Array:
+  """The state components in `spec` (mjtState bits), flat, in MuJoCo's order (mj_getState);
+  eq_active as 0/1 in the Data's float dtype."""
+  parts = [
+    jnp.ravel(getattr(d, f)).astype(d.qpos.dtype)
+    for f, size in _state_components(m, spec)
+    if f is not None and size
+  ]
+  return jnp.concatenate(parts) if parts else jnp.zeros(0, d.qpos.dtype)
+
+
+def set_state(m: Model, d: Data, state: jax.Array, spec) -> Data:
+  """d with the state components in `spec` (mjtState bits) taken from a flat vector in MuJoCo's
+  order (mj_setState)."""
+  comps = _state_components(m, spec)
+  expected = sum(size for _, size in comps)
+  if state.size != expected:
+    raise ValueError(f'state has size {state.size} but expected {expected}')
+  changes, offset = {}, 0
+  for field, size in comps:
+    if field is not None and size:
+      old = getattr(d, field)
+      value = state[offset : offset + size].reshape(old.shape)
+      changes[field] = value.astype(old.dtype) if field == 'eq_active' else value
+    offset += size
+  return d.replace(**changes)

@@ -388,3 +388,28 @@ def test_vmap_over_randomised_models():
     assert_close(f'world {w} qvel', d.qvel[w], ref.qvel, rtol=1e-8)
   # the worlds differ: friction slows the box by different amounts
   assert len({round(float(v), 6) for v in d.qvel[:, 0]}) == 3
+
+
+def test_state_vectors_are_mujocos():
+  """get_state/set_state/state_size: MuJoCo's mj_getState layout for the full physics state and
+  the user inputs, and set_state inverts get_state."""
+  mj = mujoco.MjModel.from_xml_path(FEATURES)
+  d = _stepped_mjdata(mj, seed=2, steps=2)
+  m = mjx.put_model(mj)
+  ours = mjx.put_data(mj, d)
+  st = mujoco.mjtState
+  user = st.mjSTATE_CTRL | st.mjSTATE_QFRC_APPLIED | st.mjSTATE_XFRC_APPLIED | st.mjSTATE_EQ_ACTIVE
+  user |= st.mjSTATE_MOCAP_POS | st.mjSTATE_MOCAP_QUAT | st.mjSTATE_WARMSTART
+  for spec in (st.mjSTATE_FULLPHYSICS, user):
+    size = mujoco.mj_stateSize(mj, spec)
+    assert mjx.state_size(m, spec) == size
+    theirs = np.zeros(size)
+    mujoco.mj_getState(mj, d, theirs, spec)
+    state = mjx.get_state(m, ours, spec)
+    np.testing.assert_array_equal(state, theirs)
+    back = mjx.set_state(m, mjx.make_data(m), state, spec)
+    np.testing.assert_array_equal(mjx.get_state(m, back, spec), theirs)
+  np.testing.assert_array_equal(mjx.full_m(m, ours), ours.qM)
+  # features.xml declares userdata, which jaxsim's Data does not hold
+  with pytest.raises(NotImplementedError, match='userdata'):
+    mjx.state_size(m, st.mjSTATE_INTEGRATION)
