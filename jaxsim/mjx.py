@@ -530,9 +530,31 @@ def _get_one(mujoco, m, d, result) -> None:
     result.moment_rowadr[:] = rowadr
     result.moment_colind[:] = colind
     result.actuator_moment[:] = values
+  _get_contacts(mujoco, d, result)
   warning = np.asarray(d.warning)
   for i in range(min(len(warning), len(result.warning))):
     result.warning[i].number = int(warning[i])
+
+
+_CONTACT_FIELDS = (
+  'dist pos includemargin friction solref solreffriction solimp mu dim geom1 geom2 geom adhesion'
+).split()
+
+
+def _get_contacts(mujoco, d, result) -> None:
+  """The active contact slots into result.contact, in slot order (MuJoCo's order), without
+  constraint rows (efc_address -1, nefc 0): MuJoCo's lists are resized as MJX's get_data does."""
+  idx = np.flatnonzero(np.asarray(d.contact.active))
+  # MjData's contact and constraint arrays have variable size; MJX resizes them the same way
+  mujoco._functions._realloc_con_efc(result, ncon=len(idx), nefc=0, nJ=0)  # noqa: SLF001
+  if not len(idx):
+    return
+  c = result.contact
+  for k in _CONTACT_FIELDS:
+    target = getattr(c, k)
+    target[...] = np.asarray(getattr(d.contact, k))[idx].reshape(target.shape)
+  c.frame[...] = np.asarray(d.contact.frame)[idx].reshape(len(idx), 9)
+  c.efc_address[...] = -1
 
 
 def get_data_into(result, m, d: Data, keepalive_refs: dict | None = None) -> None:
@@ -540,9 +562,9 @@ def get_data_into(result, m, d: Data, keepalive_refs: dict | None = None) -> Non
   (mjx.get_data_into).
 
   Written: the state, qacc and every derived array MuJoCo shares with jaxsim (qM, qLD via
-  mj_factorM, ten_J and actuator_moment in MuJoCo's sparse forms), warning counts. Not written:
-  contacts and constraint rows (d.ncon says how many contacts there are; mujoco.mj_forward on the
-  result recomputes them).
+  mj_factorM, ten_J and actuator_moment in MuJoCo's sparse forms), the contacts (the active slots,
+  in MuJoCo's order) and warning counts. Not written: constraint rows (nefc is 0 and the contacts'
+  efc_address -1; mujoco.mj_forward on the result recomputes them).
 
   Arguments:
     result: a mujoco.MjData, or a list of them for a batched d (leading axis).

@@ -158,6 +158,45 @@ def test_put_model_is_load(path):
   _compare('Model', _model_fields(ours), _model_fields(theirs))
 
 
+# an octahedron as an OBJ asset, passed as bytes: MJX code often loads models from strings with
+# an assets dict, which no saved XML could refer back to
+OCTAHEDRON = b"""v 1 0 0
+v -1 0 0
+v 0 1 0
+v 0 -1 0
+v 0 0 1
+v 0 0 -1
+f 1 3 5
+f 3 2 5
+f 2 4 5
+f 4 1 5
+f 3 1 6
+f 2 3 6
+f 4 2 6
+f 1 4 6
+"""
+MESH_XML = """
+<mujoco>
+  <asset><mesh name="octa" file="octa.obj" scale=".1 .1 .2"/></asset>
+  <worldbody>
+    <geom type="plane" size="1 1 .1"/>
+    <body pos="0 0 .3"><freejoint/><geom type="mesh" mesh="octa" density="500"/></body>
+  </worldbody>
+</mujoco>
+"""
+
+
+def test_put_model_of_a_string_with_mesh_assets():
+  """A model loaded from a string with a mesh given as bytes: put_model is jaxsim.load_string
+  with the same assets, the hull graph included."""
+  assets = {'octa.obj': OCTAHEDRON}
+  ours = mjx.put_model(mujoco.MjModel.from_xml_string(MESH_XML, assets))
+  theirs = jaxsim.load_string(MESH_XML, assets)
+  _compare_meshes(ours.mesh_data, theirs.mesh_data)
+  assert ours.mesh_data[0].graph is not None
+  _compare('Model', _model_fields(ours), _model_fields(theirs))
+
+
 def test_put_model_takes_the_mjmodels_values():
   """What MJX code sets on the MjModel before put_model (options, masses) is in the Model,
   exactly; an impl other than 'jax' is refused by name."""
@@ -346,6 +385,13 @@ def test_first_steps_are_c_mujocos(slider):
     for k in ('qpos', 'qvel', 'act', 'sensordata'):
       assert_close(f'step {i} {k}', getattr(ours, k), getattr(d, k), rtol=1e-8)
   assert int(ours.ncon) == d.ncon > 0
+  # get_data writes the contacts in MuJoCo's order
+  back = mjx.get_data(mj, ours)
+  assert back.ncon == d.ncon
+  for k in ('dist', 'pos', 'frame', 'friction', 'solref', 'solimp'):
+    assert_close(f'contact.{k}', getattr(back.contact, k), getattr(d.contact, k), rtol=1e-8)
+  for k in ('geom1', 'geom2', 'dim'):
+    np.testing.assert_array_equal(getattr(back.contact, k), getattr(d.contact, k), err_msg=k)
 
 
 def test_vmap_over_randomised_models():
