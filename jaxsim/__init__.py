@@ -26,6 +26,7 @@ from jaxsim._src.inverse import inverse as inverse
 from jaxsim._src.io import load as load
 from jaxsim._src.io import load_string as load_string
 from jaxsim._src.kinematics import kinematics as kinematics
+from jaxsim._src.model import build as build
 from jaxsim._src.model import make_data as make_data
 from jaxsim._src.model import with_max_geom_pairs as with_max_geom_pairs
 from jaxsim._src.model import with_ncon_max as with_ncon_max
@@ -34,6 +35,7 @@ from jaxsim._src.rollout import rollout as rollout
 from jaxsim._src.stages import unsupported as unsupported
 from jaxsim._src.types import Contact as Contact
 from jaxsim._src.types import Data as Data
+from jaxsim._src.types import Impl as Impl
 from jaxsim._src.types import Model as Model
 from jaxsim._src.types import Option as Option
 from jaxsim._src.xla import configure_cpu as configure_cpu  # first: XLA flags before JAX starts

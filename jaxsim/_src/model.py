@@ -56,7 +56,14 @@ def make_data(m: Model, keyframe: int | str | None = None) -> Data:
 
 def build(compiled: dict) -> Model:
   """Model from compiled arrays, completed by the qpos0 pass (mj_setConst) and the actuator
-  length-range search (mj_setLengthRange), with its static layout."""
+  length-range search (mj_setLengthRange), with its static layout.
+
+  Arguments:
+    compiled: name -> value of every field the compiler makes (jaxsim.mjcf.compile_file or
+      compile_string; jaxsim.mjx.model_arrays makes the same from a mujoco.MjModel).
+  Returns:
+    the Model: `jaxsim.build(jaxsim.mjcf.compile_string(xml))` is `jaxsim.load_string(xml)`.
+  """
   compiled = dict(compiled)
   lr_sim = compiled.pop('lengthrange_sim', ())
   lr_opt = compiled.pop('lengthrange_opt', None)

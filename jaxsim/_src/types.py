@@ -20,6 +20,7 @@ arrays, count 0). The instances are immutable; `.replace(**changes)` makes a cha
 from __future__ import annotations
 
 import dataclasses
+import enum
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -90,8 +91,24 @@ def static_fields(cls) -> frozenset[str]:
   return frozenset(cls._static_names)
 
 
+class Impl(str, enum.Enum):
+  """MJX's implementation names (mjx.Impl). jaxsim's Models and Data are its own JAX engine:
+  their `impl` is Impl.JAX, so MJX code reading `model.impl.value` runs; jaxsim.mjx refuses the
+  others."""
+
+  JAX = 'jax'
+  C = 'c'
+  CPP = 'cpp'
+  WARP = 'warp'
+
+
 class _Struct:
   """Base of the declared pytrees: attribute access, immutability, replace, repr."""
+
+  @property
+  def impl(self) -> Impl:
+    """Impl.JAX: which engine runs this (MJX's Model.impl and Data.impl)."""
+    return Impl.JAX
 
   _names: tuple[str, ...] = ()
   _static_names: tuple[str, ...] = ()
@@ -119,6 +136,15 @@ class _Struct:
     if not changes.keys().isdisjoint(self._static_names):
       state.pop('_cached_aux', None)
     new.__dict__.update(state)
+    return new
+
+  def tree_replace(self, params: Mapping[str, Any]):
+    """A copy with fields replaced by dotted paths into nested structs, e.g.
+    `m.tree_replace({'opt.timestep': 0.001, 'geom_friction': f})` (MJX's
+    PyTreeNode.tree_replace; domain randomisation builds its Models and in_axes trees so)."""
+    new = self
+    for path, value in params.items():
+      new = _tree_replace(new, path.split('.'), value)
     return new
 
   def _static_aux(self) -> tuple[_Static, ...]:
@@ -154,6 +180,13 @@ class _Struct:
       elif isinstance(v, (int, float, str, bool)):
         parts.append(f'{k}={v!r}')
     return f'{type(self).__name__}({", ".join(parts)})'
+
+
+def _tree_replace(base: _Struct, path: list[str], value: Any) -> _Struct:
+  if len(path) == 1:
+    return base.replace(**{path[0]: value})
+  inner = getattr(base, path[0])
+  return base.replace(**{path[0]: _tree_replace(inner, path[1:], value)})
 
 
 def _declared(cls):
