@@ -136,24 +136,18 @@ _FLUIDCOEF_DEFAULT = (0.5, 0.25, 1.5, 1.0, 1.0)
 
 
 def _refuse_unsupported(mujoco, m) -> None:
-  """NotImplementedError naming what jaxsim's compiler refuses in MJCF, found in m's arrays."""
+  """NotImplementedError naming what jaxsim's compiler refuses in MJCF, found in m's arrays, and
+  engine plugins (their settings are not in MuJoCo's arrays in a form read here: jaxsim.load
+  reads mujoco.pid's and touch_grid's from the MJCF)."""
   why = []
   if m.nflex:
     why.append('flexes (deformable bodies)')
   if m.nplugin:
-    why.append('engine plugins (load the MJCF with jaxsim.load for mujoco.pid and touch_grid)')
+    why.append('engine plugins from a mujoco.MjModel (jaxsim.load reads mujoco.pid and touch_grid)')
   if np.any(m.geom_type == mujoco.mjtGeom.mjGEOM_SDF):
     why.append('SDF geoms')
   if np.any(m.eq_type == mujoco.mjtEq.mjEQ_FLEX):
     why.append('flex equality constraints')
-  user = mujoco.mjtSensor.mjSENS_USER
-  if np.any(m.sensor_type == user):
-    why.append('user sensors (computed by a callback)')
-  if np.any(m.actuator_dyntype == mujoco.mjtDyn.mjDYN_USER) or np.any(
-    (m.actuator_gaintype == mujoco.mjtGain.mjGAIN_USER)
-    | (m.actuator_biastype == mujoco.mjtBias.mjBIAS_USER)
-  ):
-    why.append('user actuator dynamics, gain or bias (callbacks)')
   if why:
     raise NotImplementedError('jaxsim does not simulate ' + '; '.join(why))
 
@@ -217,7 +211,9 @@ def _meshes(m) -> tuple[MeshData, ...]:
 def _unsupported_notes(mujoco, m) -> tuple[str, ...]:
   """What the model asks for that jaxsim ignores, as the compiler notes it (Model.unsupported)."""
   notes = []
-  if np.any(m.actuator_nsample > 0) if hasattr(m, 'actuator_nsample') else False:
+  if np.any(m.sensor_type == mujoco.mjtSensor.mjSENS_USER):
+    notes.append('user sensors (computed by a callback)')
+  if np.any(m.actuator_delay > 0) or np.any(m.actuator_history[:, 0] > 0):
     notes.append('actuator delay (nsample/delay)')
   if m.opt.disableflags & mujoco.mjtDisableBit.mjDSBL_NATIVECCD:
     notes.append('libccd for convex pairs (flag nativeccd="disable"); jaxsim uses native CCD')
@@ -234,8 +230,7 @@ def model_arrays(m) -> dict[str, Any]:
   Returns:
     name -> value for every field jaxsim's compiler makes.
   Raises:
-    NotImplementedError: a feature jaxsim does not simulate (flexes, plugins, SDF geoms, user
-      callbacks).
+    NotImplementedError: a feature jaxsim does not load (flexes, engine plugins, SDF geoms).
   """
   import mujoco
 
@@ -391,9 +386,9 @@ def make_data(
   return _put(jaxsim.make_data(m), device)
 
 
-# Data fields put_data does not copy by name: MuJoCo keeps them sparse or in another layout
-# (contacts and constraint rows in MuJoCo's variable-size arrays, qLD as L'DL), or in a struct
-# (warning).
+# Data fields put_data and get_data do not copy by name: MuJoCo keeps them sparse or in another
+# layout (contacts and the efc_* constraint rows in MuJoCo's variable-size arrays, qLD as L'DL),
+# or in a struct (warning).
 _DATA_SPECIAL = frozenset(
   {'qM', 'qLD', 'ten_J', 'actuator_moment', 'contact', 'ncon', 'warning', 'solver_niter'}
 )
@@ -463,12 +458,10 @@ def put_data(
   dtype = out.qpos.dtype
   changes: dict[str, Any] = {}
   for k in out.fields():
-    if k in _DATA_SPECIAL or not hasattr(d, k):
+    if k in _DATA_SPECIAL or k.startswith('efc_') or not hasattr(d, k):
       continue
     ours = getattr(out, k)
     v = np.array(getattr(d, k))
-    if v.size != ours.size:
-      continue  # efc_* rows: MuJoCo's count varies with the state
     changes[k] = jnp.asarray(v.reshape(ours.shape), dtype=ours.dtype)
   qm = np.zeros((m.nv, m.nv))
   if m.nv:
@@ -496,16 +489,13 @@ def _sparse_from_dense(dense: np.ndarray, rownnz, rowadr, colind, size: int) -> 
 def _get_one(mujoco, m, d, result) -> None:
   """Writes one (unbatched, NumPy) Data into an MjData."""
   for k in d.fields():
-    if k in _DATA_SPECIAL or not hasattr(result, k):
+    if k in _DATA_SPECIAL or k.startswith('efc_') or not hasattr(result, k):
       continue
     target = getattr(result, k)
     v = np.asarray(getattr(d, k))
     if not isinstance(target, np.ndarray):
-      if v.ndim == 0:
-        setattr(result, k, v.item())
+      setattr(result, k, v.item())
       continue
-    if target.size != v.size:
-      continue  # efc_* rows
     target[...] = v.reshape(target.shape)
   if m.nv:
     # MuJoCo 4 keeps qM as M, its lower triangle in compressed rows (M_rowadr, M_colind), and

@@ -146,15 +146,22 @@ def _model_fields(m: jaxsim.Model) -> dict:
   return out
 
 
-@pytest.mark.parametrize('path', [FEATURES], ids=os.path.basename)
-def test_put_model_is_load(path):
+@pytest.fixture(scope='module')
+def features():
+  """features.xml as a mujoco.MjModel and its put_model (built once: put_model, make_data and
+  put_data of this MjModel share the build)."""
+  mj = mujoco.MjModel.from_xml_path(FEATURES)
+  return mj, mjx.put_model(mj)
+
+
+def test_put_model_is_load(features):
   """put_model(MjModel) is jaxsim.load of the same file: every field of the built Model
   (set_const's constants, contact pairs, Data sizes, options). One model, for the suite's time
   (each build compiles set_const's position stage): the compiled arrays of the whole dm_control
   suite compare above, and build is the same function of them; features.xml has tendons,
   equalities, mocap, dampratio, sensors."""
-  ours = mjx.put_model(mujoco.MjModel.from_xml_path(path))
-  theirs = jaxsim.load(path)
+  ours = features[1]
+  theirs = jaxsim.load(FEATURES)
   _compare('Model', _model_fields(ours), _model_fields(theirs))
 
 
@@ -289,14 +296,11 @@ DERIVED = (
 ).split()
 
 
-@pytest.mark.parametrize('xml', [FEATURES, SLIDER], ids=['features.xml', 'slider'])
-def test_put_data_get_data_round_trip(xml):
+@pytest.mark.parametrize('which', ['features', 'slider'])
+def test_put_data_get_data_round_trip(which, request):
   """get_data(put_data(d)) gives back d's state and derived fields (float64, exactly), and the
   sparse ones (M, qLD, ten_J, actuator_moment) as MuJoCo lays them out."""
-  if xml == FEATURES:
-    mj = mujoco.MjModel.from_xml_path(xml)
-  else:
-    mj = mujoco.MjModel.from_xml_string(xml)
+  mj = request.getfixturevalue(which)[0]
   d = _stepped_mjdata(mj)
   assert d.act.any() and d.mocap_pos.any() and d.qacc_warmstart.any()
   back = mjx.get_data(mj, mjx.put_data(mj, d))
@@ -436,12 +440,11 @@ def test_vmap_over_randomised_models():
   assert len({round(float(v), 6) for v in d.qvel[:, 0]}) == 3
 
 
-def test_state_vectors_are_mujocos():
+def test_state_vectors_are_mujocos(features):
   """get_state/set_state/state_size: MuJoCo's mj_getState layout for the full physics state and
   the user inputs, and set_state inverts get_state."""
-  mj = mujoco.MjModel.from_xml_path(FEATURES)
+  mj, m = features
   d = _stepped_mjdata(mj, seed=2, steps=2)
-  m = mjx.put_model(mj)
   ours = mjx.put_data(mj, d)
   st = mujoco.mjtState
   user = st.mjSTATE_CTRL | st.mjSTATE_QFRC_APPLIED | st.mjSTATE_XFRC_APPLIED | st.mjSTATE_EQ_ACTIVE
