@@ -35,6 +35,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import jaxsim
+from jaxsim.mjcf import plugin
 from jaxsim.mjcf.mesh import MeshData
 
 Model = jaxsim.Model
@@ -136,14 +137,15 @@ _FLUIDCOEF_DEFAULT = (0.5, 0.25, 1.5, 1.0, 1.0)
 
 
 def _refuse_unsupported(mujoco, m) -> None:
-  """NotImplementedError naming what jaxsim's compiler refuses in MJCF, found in m's arrays, and
-  engine plugins (their settings are not in MuJoCo's arrays in a form read here: jaxsim.load
-  reads mujoco.pid's and touch_grid's from the MJCF)."""
+  """NotImplementedError naming what jaxsim's compiler refuses in MJCF, found in m's arrays:
+  flexes, SDF geoms, flex equalities, and plugins other than mujoco.pid actuators and
+  touch_grid sensors (the ones jaxsim simulates)."""
   why = []
   if m.nflex:
     why.append('flexes (deformable bodies)')
-  if m.nplugin:
-    why.append('engine plugins from a mujoco.MjModel (jaxsim.load reads mujoco.pid and touch_grid)')
+  used = set(np.asarray(m.actuator_plugin).tolist()) | set(np.asarray(m.sensor_plugin).tolist())
+  if any(i not in used for i in range(m.nplugin)):
+    why.append('engine plugins other than mujoco.pid actuators and touch_grid sensors')
   if np.any(m.geom_type == mujoco.mjtGeom.mjGEOM_SDF):
     why.append('SDF geoms')
   if np.any(m.eq_type == mujoco.mjtEq.mjEQ_FLEX):
@@ -208,6 +210,36 @@ def _meshes(m) -> tuple[MeshData, ...]:
   return tuple(out)
 
 
+# the attributes of the plugins jaxsim simulates, in the order MuJoCo registers them (pid.cc,
+# touch_grid.cc): an instance's values lie in plugin_attr in this order, each ending with a NUL
+_PID_ATTRIBUTES = ('kp', 'ki', 'kd', 'imax', 'slewmax')
+_TOUCH_GRID_ATTRIBUTES = ('nchannel', 'size', 'fov', 'gamma')
+
+
+def _plugin_config(m, instance: int, keys: tuple[str, ...]) -> dict[str, tuple[str, None]]:
+  """key -> (value, no element) of a plugin instance's configuration, as jaxsim.mjcf.plugin
+  reads a <config> (empty: not given)."""
+  blob = bytes(m.plugin_attr)[int(m.plugin_attradr[instance]) :]
+  values = blob.split(b'\0')[: len(keys)]
+  if len(values) != len(keys):
+    raise NotImplementedError(f'plugin instance {instance}: unexpected configuration')
+  return {k: (v.decode(), None) for k, v in zip(keys, values, strict=True)}
+
+
+def _plugin_params(m) -> tuple[np.ndarray, np.ndarray]:
+  """actuator_plugin_prm (nu, 5) for mujoco.pid actuators and sensor_plugin_prm (nsensor, 6)
+  for touch_grid sensors, from the instances' configuration as jaxsim's compiler reads it."""
+  act = np.zeros((m.nu, 5))
+  for i, inst in enumerate(np.asarray(m.actuator_plugin)):
+    if inst >= 0:
+      act[i] = plugin.pid_params(None, _plugin_config(m, int(inst), _PID_ATTRIBUTES))
+  sen = np.zeros((m.nsensor, 6))
+  for i, inst in enumerate(np.asarray(m.sensor_plugin)):
+    if inst >= 0:
+      sen[i] = plugin.touch_grid_params(None, _plugin_config(m, int(inst), _TOUCH_GRID_ATTRIBUTES))
+  return act, sen
+
+
 def _unsupported_notes(mujoco, m) -> tuple[str, ...]:
   """What the model asks for that jaxsim ignores, as the compiler notes it (Model.unsupported)."""
   notes = []
@@ -230,7 +262,8 @@ def model_arrays(m) -> dict[str, Any]:
   Returns:
     name -> value for every field jaxsim's compiler makes.
   Raises:
-    NotImplementedError: a feature jaxsim does not load (flexes, engine plugins, SDF geoms).
+    NotImplementedError: a feature jaxsim does not load (flexes, SDF geoms, plugins other than
+      mujoco.pid actuators and touch_grid sensors).
   """
   import mujoco
 
@@ -260,8 +293,7 @@ def model_arrays(m) -> dict[str, Any]:
   coef[out['geom_fluidshape'] == 0] = _FLUIDCOEF_DEFAULT
   out['geom_fluidcoef'] = coef
   out['mesh_data'] = _meshes(m)
-  out['actuator_plugin_prm'] = np.zeros((m.nu, 5))
-  out['sensor_plugin_prm'] = np.zeros((m.nsensor, 6))
+  out['actuator_plugin_prm'], out['sensor_plugin_prm'] = _plugin_params(m)
   out['names'] = _names(mujoco, m)
   out['model_name'] = bytes(m.names).split(b'\0', 1)[0].decode()
   out['text_data'] = _texts(m)
