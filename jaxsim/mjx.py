@@ -17,10 +17,12 @@ What differs from MJX: `impl` is 'jax' (or None) only; Warp's and C's sizing arg
 (naconmax, njmax, ...) are accepted and ignored, as MJX's JAX implementation ignores them
 (jaxsim sizes contacts and constraint rows from the model: `jaxsim.with_ncon_max`); `put_data`
 carries the state and the smooth derived quantities but not MuJoCo's contacts and constraint rows
-(run `forward`); `get_data` writes contacts and constraint rows back only as counts (see there).
+(run `forward`); `get_data` writes the contacts but no constraint rows; `put_model` refuses
+flexes, SDF geoms and plugins other than mujoco.pid actuators and touch-grid sensors.
 
 `mujoco` is an optional dependency: it is imported only inside the functions that take or make
-MuJoCo objects (put_model, put_data, get_data, get_data_into, make_data of an MjModel).
+MuJoCo objects or read its enums (model_arrays and so put_model or make_data of an MjModel,
+put_data, get_data, get_data_into, state_size, get_state, set_state).
 """
 
 from __future__ import annotations
