@@ -17,10 +17,12 @@ What differs from MJX: `impl` is 'jax' (or None) only; Warp's and C's sizing arg
 (naconmax, njmax, ...) are accepted and ignored, as MJX's JAX implementation ignores them
 (jaxsim sizes contacts and constraint rows from the model: `jaxsim.with_ncon_max`); `put_data`
 carries the state and the smooth derived quantities but not MuJoCo's contacts and constraint rows
-(run `forward`); `get_data` writes contacts and constraint rows back only as counts (see there).
+(run `forward`); `get_data` writes the contacts but no constraint rows; `put_model` refuses
+flexes, SDF geoms and plugins other than mujoco.pid actuators and touch-grid sensors.
 
 `mujoco` is an optional dependency: it is imported only inside the functions that take or make
-MuJoCo objects (put_model, put_data, get_data, get_data_into, make_data of an MjModel).
+MuJoCo objects or read its enums (model_arrays and so put_model or make_data of an MjModel,
+put_data, get_data, get_data_into, state_size, get_state, set_state).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import jaxsim
+from jaxsim.mjcf import plugin
 from jaxsim.mjcf.mesh import MeshData
 
 Model = jaxsim.Model
@@ -136,24 +139,19 @@ _FLUIDCOEF_DEFAULT = (0.5, 0.25, 1.5, 1.0, 1.0)
 
 
 def _refuse_unsupported(mujoco, m) -> None:
-  """NotImplementedError naming what jaxsim's compiler refuses in MJCF, found in m's arrays."""
+  """NotImplementedError naming what jaxsim's compiler refuses in MJCF, found in m's arrays:
+  flexes, SDF geoms, flex equalities, and plugins other than mujoco.pid actuators and
+  touch_grid sensors (the ones jaxsim simulates)."""
   why = []
   if m.nflex:
     why.append('flexes (deformable bodies)')
-  if m.nplugin:
-    why.append('engine plugins (load the MJCF with jaxsim.load for mujoco.pid and touch_grid)')
+  used = set(np.asarray(m.actuator_plugin).tolist()) | set(np.asarray(m.sensor_plugin).tolist())
+  if any(i not in used for i in range(m.nplugin)):
+    why.append('engine plugins other than mujoco.pid actuators and touch_grid sensors')
   if np.any(m.geom_type == mujoco.mjtGeom.mjGEOM_SDF):
     why.append('SDF geoms')
   if np.any(m.eq_type == mujoco.mjtEq.mjEQ_FLEX):
     why.append('flex equality constraints')
-  user = mujoco.mjtSensor.mjSENS_USER
-  if np.any(m.sensor_type == user):
-    why.append('user sensors (computed by a callback)')
-  if np.any(m.actuator_dyntype == mujoco.mjtDyn.mjDYN_USER) or np.any(
-    (m.actuator_gaintype == mujoco.mjtGain.mjGAIN_USER)
-    | (m.actuator_biastype == mujoco.mjtBias.mjBIAS_USER)
-  ):
-    why.append('user actuator dynamics, gain or bias (callbacks)')
   if why:
     raise NotImplementedError('jaxsim does not simulate ' + '; '.join(why))
 
@@ -214,10 +212,42 @@ def _meshes(m) -> tuple[MeshData, ...]:
   return tuple(out)
 
 
+# the attributes of the plugins jaxsim simulates, in the order MuJoCo registers them (pid.cc,
+# touch_grid.cc): an instance's values lie in plugin_attr in this order, each ending with a NUL
+_PID_ATTRIBUTES = ('kp', 'ki', 'kd', 'imax', 'slewmax')
+_TOUCH_GRID_ATTRIBUTES = ('nchannel', 'size', 'fov', 'gamma')
+
+
+def _plugin_config(m, instance: int, keys: tuple[str, ...]) -> dict[str, tuple[str, None]]:
+  """key -> (value, no element) of a plugin instance's configuration, as jaxsim.mjcf.plugin
+  reads a <config> (empty: not given)."""
+  blob = bytes(m.plugin_attr)[int(m.plugin_attradr[instance]) :]
+  values = blob.split(b'\0')[: len(keys)]
+  if len(values) != len(keys):
+    raise NotImplementedError(f'plugin instance {instance}: unexpected configuration')
+  return {k: (v.decode(), None) for k, v in zip(keys, values, strict=True)}
+
+
+def _plugin_params(m) -> tuple[np.ndarray, np.ndarray]:
+  """actuator_plugin_prm (nu, 5) for mujoco.pid actuators and sensor_plugin_prm (nsensor, 6)
+  for touch_grid sensors, from the instances' configuration as jaxsim's compiler reads it."""
+  act = np.zeros((m.nu, 5))
+  for i, inst in enumerate(np.asarray(m.actuator_plugin)):
+    if inst >= 0:
+      act[i] = plugin.pid_params(None, _plugin_config(m, int(inst), _PID_ATTRIBUTES))
+  sen = np.zeros((m.nsensor, 6))
+  for i, inst in enumerate(np.asarray(m.sensor_plugin)):
+    if inst >= 0:
+      sen[i] = plugin.touch_grid_params(None, _plugin_config(m, int(inst), _TOUCH_GRID_ATTRIBUTES))
+  return act, sen
+
+
 def _unsupported_notes(mujoco, m) -> tuple[str, ...]:
   """What the model asks for that jaxsim ignores, as the compiler notes it (Model.unsupported)."""
   notes = []
-  if np.any(m.actuator_nsample > 0) if hasattr(m, 'actuator_nsample') else False:
+  if np.any(m.sensor_type == mujoco.mjtSensor.mjSENS_USER):
+    notes.append('user sensors (computed by a callback)')
+  if np.any(m.actuator_delay > 0) or np.any(m.actuator_history[:, 0] > 0):
     notes.append('actuator delay (nsample/delay)')
   if m.opt.disableflags & mujoco.mjtDisableBit.mjDSBL_NATIVECCD:
     notes.append('libccd for convex pairs (flag nativeccd="disable"); jaxsim uses native CCD')
@@ -234,8 +264,8 @@ def model_arrays(m) -> dict[str, Any]:
   Returns:
     name -> value for every field jaxsim's compiler makes.
   Raises:
-    NotImplementedError: a feature jaxsim does not simulate (flexes, plugins, SDF geoms, user
-      callbacks).
+    NotImplementedError: a feature jaxsim does not load (flexes, SDF geoms, plugins other than
+      mujoco.pid actuators and touch_grid sensors).
   """
   import mujoco
 
@@ -265,8 +295,7 @@ def model_arrays(m) -> dict[str, Any]:
   coef[out['geom_fluidshape'] == 0] = _FLUIDCOEF_DEFAULT
   out['geom_fluidcoef'] = coef
   out['mesh_data'] = _meshes(m)
-  out['actuator_plugin_prm'] = np.zeros((m.nu, 5))
-  out['sensor_plugin_prm'] = np.zeros((m.nsensor, 6))
+  out['actuator_plugin_prm'], out['sensor_plugin_prm'] = _plugin_params(m)
   out['names'] = _names(mujoco, m)
   out['model_name'] = bytes(m.names).split(b'\0', 1)[0].decode()
   out['text_data'] = _texts(m)
@@ -391,9 +420,9 @@ def make_data(
   return _put(jaxsim.make_data(m), device)
 
 
-# Data fields put_data does not copy by name: MuJoCo keeps them sparse or in another layout
-# (contacts and constraint rows in MuJoCo's variable-size arrays, qLD as L'DL), or in a struct
-# (warning).
+# Data fields put_data and get_data do not copy by name: MuJoCo keeps them sparse or in another
+# layout (contacts and the efc_* constraint rows in MuJoCo's variable-size arrays, qLD as L'DL),
+# or in a struct (warning).
 _DATA_SPECIAL = frozenset(
   {'qM', 'qLD', 'ten_J', 'actuator_moment', 'contact', 'ncon', 'warning', 'solver_niter'}
 )
@@ -463,12 +492,10 @@ def put_data(
   dtype = out.qpos.dtype
   changes: dict[str, Any] = {}
   for k in out.fields():
-    if k in _DATA_SPECIAL or not hasattr(d, k):
+    if k in _DATA_SPECIAL or k.startswith('efc_') or not hasattr(d, k):
       continue
     ours = getattr(out, k)
     v = np.array(getattr(d, k))
-    if v.size != ours.size:
-      continue  # efc_* rows: MuJoCo's count varies with the state
     changes[k] = jnp.asarray(v.reshape(ours.shape), dtype=ours.dtype)
   qm = np.zeros((m.nv, m.nv))
   if m.nv:
@@ -496,16 +523,13 @@ def _sparse_from_dense(dense: np.ndarray, rownnz, rowadr, colind, size: int) -> 
 def _get_one(mujoco, m, d, result) -> None:
   """Writes one (unbatched, NumPy) Data into an MjData."""
   for k in d.fields():
-    if k in _DATA_SPECIAL or not hasattr(result, k):
+    if k in _DATA_SPECIAL or k.startswith('efc_') or not hasattr(result, k):
       continue
     target = getattr(result, k)
     v = np.asarray(getattr(d, k))
     if not isinstance(target, np.ndarray):
-      if v.ndim == 0:
-        setattr(result, k, v.item())
+      setattr(result, k, v.item())
       continue
-    if target.size != v.size:
-      continue  # efc_* rows
     target[...] = v.reshape(target.shape)
   if m.nv:
     # MuJoCo 4 keeps qM as M, its lower triangle in compressed rows (M_rowadr, M_colind), and

@@ -12,11 +12,12 @@ import mujoco
 import numpy as np
 import pytest
 from oracle import assert_close
+from test_plugin_pid import XML as PID_XML
 
 import jaxsim
 import jaxsim.mjx as mjx
 from jaxsim import mjcf
-from models import MODELS, dm_control_suite
+from models import MODELS, bundled, dm_control_suite
 
 FEATURES = os.path.join(MODELS, 'features.xml')
 
@@ -63,8 +64,9 @@ SLIDER = """
 </mujoco>
 """
 
-# MuJoCo stores rgba in float32 (mjtNum elsewhere): those compare to float32's resolution
-FLOAT32_FIELDS = {'geom_rgba', 'site_rgba', 'mat_rgba', 'light_rgba', 'tendon_rgba'}
+# MuJoCo stores rgba and height-field data in float32 (mjtNum elsewhere): those compare to
+# float32's resolution
+FLOAT32_FIELDS = {'geom_rgba', 'site_rgba', 'mat_rgba', 'light_rgba', 'tendon_rgba', 'hfield_data'}
 # fields set_const rewrites from the compiler's values (jaxsim.build runs it on both): MuJoCo's
 # arrays hold the result (springdamper folded into stiffness/damping, dampratio into biasprm, the
 # spring lengths and equality anchors at qpos0); the built Models compare them
@@ -95,6 +97,9 @@ def _compare(name: str, ours, theirs) -> None:
   a, b = np.asarray(ours), np.asarray(theirs)
   assert a.shape == b.shape, f'{name}: shape {a.shape} vs {b.shape}'
   if b.dtype.kind == 'f':
+    # infinities (mujoco.pid's integral clamp without imax) where both have them
+    np.testing.assert_array_equal(np.isposinf(a), np.isposinf(b), err_msg=name)
+    a, b = np.where(np.isposinf(b), 0, a), np.where(np.isposinf(b), 0, b)
     rtol = 1e-7 if name.split('.')[-1] in FLOAT32_FIELDS else 1e-12
     assert_close(name, a, b, rtol=rtol, atol=1e-12)
   else:
@@ -119,12 +124,23 @@ def _compare_meshes(ours, theirs) -> None:
       np.testing.assert_array_equal(a.graph[-3 * nf :], b.graph[-3 * nf :], f'mesh {i} faces')
 
 
-@pytest.mark.parametrize('path', dm_control_suite(), ids=os.path.basename)
+def _pid_xml() -> str:
+  return PID_XML.format(integrator='Euler')
+
+
+@pytest.mark.parametrize(
+  'path', dm_control_suite() + bundled() + ['pid'], ids=lambda p: os.path.basename(p)
+)
 def test_model_arrays_are_the_compilers(path):
   """mjx.model_arrays of MuJoCo's MjModel (what put_model builds from) equals jaxsim's compiler
-  on the same file, field by field, for every dm_control suite model."""
-  ours = mjx.model_arrays(mujoco.MjModel.from_xml_path(path))
-  theirs = mjcf.compile_file(path)
+  on the same file, field by field, for every dm_control suite model, the models/ set (touch
+  grids, height fields, muscles, keyframes) and test_plugin_pid's mujoco.pid actuators."""
+  if path == 'pid':
+    ours = mjx.model_arrays(mujoco.MjModel.from_xml_string(_pid_xml()))
+    theirs = mjcf.compile_string(_pid_xml())
+  else:
+    ours = mjx.model_arrays(mujoco.MjModel.from_xml_path(path))
+    theirs = mjcf.compile_file(path)
   skip = {'lengthrange_opt', 'lengthrange_sim', 'compiler', 'statistic', 'unsupported'}
   skip |= SET_CONST_INPUTS
   for k, v in theirs.items():
@@ -133,6 +149,11 @@ def test_model_arrays_are_the_compilers(path):
     assert k in ours, f'model_arrays lacks {k}'
     if k == 'mesh_data':
       _compare_meshes(ours[k], v)
+    elif k == 'actuator_lengthrange':
+      # jaxsim.build's length-range search fills the rows the compiler lists; MuJoCo's MjModel
+      # holds its own search's result (within 1e-10 of jaxsim's on models/muscle_arm.xml)
+      rows = [i for i in range(len(v)) if i not in {a[0] for a in theirs['lengthrange_sim']}]
+      _compare(k, ours[k][rows], v[rows])
     elif k == 'size':
       assert ours[k].get('nconmax', -1) == v.get('nconmax', -1)
     else:
@@ -146,15 +167,22 @@ def _model_fields(m: jaxsim.Model) -> dict:
   return out
 
 
-@pytest.mark.parametrize('path', [FEATURES], ids=os.path.basename)
-def test_put_model_is_load(path):
+@pytest.fixture(scope='module')
+def features():
+  """features.xml as a mujoco.MjModel and its put_model (built once: put_model, make_data and
+  put_data of this MjModel share the build)."""
+  mj = mujoco.MjModel.from_xml_path(FEATURES)
+  return mj, mjx.put_model(mj)
+
+
+def test_put_model_is_load(features):
   """put_model(MjModel) is jaxsim.load of the same file: every field of the built Model
   (set_const's constants, contact pairs, Data sizes, options). One model, for the suite's time
   (each build compiles set_const's position stage): the compiled arrays of the whole dm_control
   suite compare above, and build is the same function of them; features.xml has tendons,
   equalities, mocap, dampratio, sensors."""
-  ours = mjx.put_model(mujoco.MjModel.from_xml_path(path))
-  theirs = jaxsim.load(path)
+  ours = features[1]
+  theirs = jaxsim.load(FEATURES)
   _compare('Model', _model_fields(ours), _model_fields(theirs))
 
 
@@ -226,10 +254,9 @@ def test_put_model_takes_the_mjmodels_values():
 
 
 def test_put_model_refuses_what_jaxsim_does_not_simulate():
-  xml = """<mujoco><extension><plugin plugin="mujoco.pid"><instance name="pid"/></plugin>
-    </extension><worldbody><body><joint name="j"/><geom size=".1"/></body></worldbody>
-    <actuator><plugin joint="j" plugin="mujoco.pid" instance="pid"/></actuator></mujoco>"""
-  with pytest.raises(NotImplementedError, match='plugins'):
+  xml = """<mujoco><worldbody><flexcomp name="cloth" type="grid" count="3 3 1" spacing=".1 .1 .1"
+    dim="2" radius=".01"/></worldbody></mujoco>"""
+  with pytest.raises(NotImplementedError, match='flexes'):
     mjx.put_model(mujoco.MjModel.from_xml_string(xml))
 
 
@@ -289,14 +316,11 @@ DERIVED = (
 ).split()
 
 
-@pytest.mark.parametrize('xml', [FEATURES, SLIDER], ids=['features.xml', 'slider'])
-def test_put_data_get_data_round_trip(xml):
+@pytest.mark.parametrize('which', ['features', 'slider'])
+def test_put_data_get_data_round_trip(which, request):
   """get_data(put_data(d)) gives back d's state and derived fields (float64, exactly), and the
   sparse ones (M, qLD, ten_J, actuator_moment) as MuJoCo lays them out."""
-  if xml == FEATURES:
-    mj = mujoco.MjModel.from_xml_path(xml)
-  else:
-    mj = mujoco.MjModel.from_xml_string(xml)
+  mj = request.getfixturevalue(which)[0]
   d = _stepped_mjdata(mj)
   assert d.act.any() and d.mocap_pos.any() and d.qacc_warmstart.any()
   back = mjx.get_data(mj, mjx.put_data(mj, d))
@@ -436,12 +460,11 @@ def test_vmap_over_randomised_models():
   assert len({round(float(v), 6) for v in d.qvel[:, 0]}) == 3
 
 
-def test_state_vectors_are_mujocos():
+def test_state_vectors_are_mujocos(features):
   """get_state/set_state/state_size: MuJoCo's mj_getState layout for the full physics state and
   the user inputs, and set_state inverts get_state."""
-  mj = mujoco.MjModel.from_xml_path(FEATURES)
+  mj, m = features
   d = _stepped_mjdata(mj, seed=2, steps=2)
-  m = mjx.put_model(mj)
   ours = mjx.put_data(mj, d)
   st = mujoco.mjtState
   user = st.mjSTATE_CTRL | st.mjSTATE_QFRC_APPLIED | st.mjSTATE_XFRC_APPLIED | st.mjSTATE_EQ_ACTIVE
