@@ -46,32 +46,25 @@ def _reset_step(env):
   return jax.jit(run)(jax.random.PRNGKey(0))
 
 
-@pytest.fixture(scope='module', params=ENVS)
-def runs(request):
-  env = jaxsim.playground.load(request.param)
-  return env, _reset_step(env), _reset_step(_mjx_env(request.param))
-
-
-def test_physics_is_jaxsim(runs):
+@pytest.mark.parametrize('name', ENVS)
+def test_reset_step_on_jaxsim_matches_mjx(name):
+  """One test per environment (each compiles two programs: split across xdist workers, a
+  shared fixture would be built twice)."""
   from mujoco import mjx
   from mujoco_playground._src import mjx_env
 
-  env = runs[0]
+  env = jaxsim.playground.load(name)
   assert isinstance(env.mjx_model, jaxsim.Model)
-  state = jax.eval_shape(env.reset, jax.random.PRNGKey(0))  # traced, not compiled
-  assert isinstance(state.data, jaxsim.Data)
+  assert isinstance(jax.eval_shape(env.reset, jax.random.PRNGKey(0)).data, jaxsim.Data)
+  ours, theirs = _reset_step(env), _reset_step(_mjx_env(name))
   # the switch to jaxsim.mjx lasts only while the environment's methods run
   assert mjx_env.mjx is mjx
-
-
-def test_reset_step_matches_mjx(runs):
-  _, ours, theirs = runs
   names = ('obs0', 'obs1', 'obs2', 'reward', 'qpos', 'qvel')
-  for name, a, b in zip(names, ours, theirs, strict=True):
+  for what, a, b in zip(names, ours, theirs, strict=True):
     a, b = np.asarray(a), np.asarray(b)
-    assert a.dtype == np.float64, name
-    assert np.all(np.isfinite(a)), name
-    np.testing.assert_allclose(a, b, rtol=0, atol=ATOL, err_msg=name)
+    assert a.dtype == np.float64, what
+    assert np.all(np.isfinite(a)), what
+    np.testing.assert_allclose(a, b, rtol=0, atol=ATOL, err_msg=what)
 
 
 def _randomize(model, rng):
