@@ -1,7 +1,8 @@
-"""XLA CPU settings: the one jaxsim needs (applied on import), and the ones a user may opt into.
+"""XLA CPU settings: the ones jaxsim needs (applied on import), and the ones a user may opt into.
 
-XLA reads XLA_FLAGS once, when JAX creates its CPU backend (at the first computation). Each flag
-here is added only when XLA_FLAGS does not name it already, so a user's choice wins.
+XLA reads XLA_FLAGS and PJRT_NPROC once, when JAX creates its CPU backend (at the first
+computation). Each setting here is added only when the user has not made it already, so a user's
+choice wins.
 """
 
 from __future__ import annotations
@@ -14,8 +15,24 @@ from jax._src import xla_bridge  # JAX's own record of whether its backends exis
 # Needed for jaxsim to run at all, so applied on `import jaxsim`. With it on (jax 0.10.2), a
 # batched program holding while loops (the solver, the joint scan) has been seen to deadlock at
 # random on its first call, every thread parked and no CPU used (3 of 4 runs of a vmapped chain10
-# step at batch 1024); with it off, none in 12.
+# step at batch 1024); with it off, none in 12. It lowers the odds of the deadlock REQUIRED_ENV
+# removes; it does not remove it (see there).
 REQUIRED_FLAGS = {'xla_cpu_enable_concurrency_optimized_scheduler': 'false'}
+
+# The deadlock's cause (jaxlib 0.10.2, found with gdb on a hung jit(vmap(forward)) of the
+# dm_control humanoid at batch 1024): jaxlib's LAPACK kernels (potrf, trsm, getrf: every
+# jnp.linalg.cholesky / cho_solve / solve under vmap) split a batch whose cost passes a threshold
+# (batch * n^3 / 3 >= 200,000: a 27-dof humanoid from batch 31) into chunks, schedule them on
+# XLA's intra-op thread pool and block in absl::BlockingCounter::Wait until they ran. The thunk
+# executor itself runs on that pool, so when as many LAPACK calls as the pool has threads run at
+# once (two independent Cholesky factorizations on a 2-core CPU), every pool thread waits for
+# chunks that no thread is left to run: all threads parked, 0% CPU, forever. A pool of one
+# thread takes the kernels' serial path (they parallelise only with 2 or more threads), so the
+# deadlock cannot occur whatever the program; the cost is XLA's intra-op parallelism on one
+# computation (batched worlds still vectorise; within noise on a 2-core CPU). XLA sizes the pool
+# from PJRT_NPROC (then NPROC, then the CPU count). A user who sets PJRT_NPROC keeps it, and with
+# it the risk on jaxlib 0.10.2.
+REQUIRED_ENV = {'PJRT_NPROC': '1'}
 
 # Opt-in (`jaxsim.configure_cpu(fast_compile=True)`; the CLI and the benchmarks use it): XLA CPU's
 # MLIR fusion emitters spend most of a step's compile time on its hundreds of small fused kernels;
@@ -59,6 +76,30 @@ def add_flags(flags: dict[str, str]) -> bool:
   return True
 
 
+def add_env(env: dict[str, str]) -> bool:
+  """Sets each environment variable in `env` the backend reads at start, unless already set.
+
+  Returns:
+    False, with a warning, when JAX's CPU backend already exists and a variable was not already
+    in force; True otherwise.
+  """
+  missing = {k: v for k, v in env.items() if k not in os.environ}
+  if not missing:
+    return True
+  os.environ.update(missing)
+  started = getattr(xla_bridge, 'backends_are_initialized', lambda: False)
+  if started():
+    names = ', '.join(f'{k}={v}' for k, v in missing.items())
+    warnings.warn(
+      f'jaxsim: JAX already started its backends, so {names} does not apply in this process (a '
+      'batched program holding linear algebra may deadlock on the CPU: jaxsim/_src/xla.py); '
+      'import jaxsim before the first JAX computation',
+      stacklevel=3,
+    )
+    return False
+  return True
+
+
 def configure_cpu(fast_compile: bool = True, mujoco_rounding: bool = False) -> bool:
   """Opt-in XLA CPU settings; call before the first JAX computation.
 
@@ -82,3 +123,4 @@ def configure_cpu(fast_compile: bool = True, mujoco_rounding: bool = False) -> b
 # XLA_FLAGS as the process had them before jaxsim's first import added REQUIRED_FLAGS
 USER_FLAGS = os.environ.get('XLA_FLAGS', '')
 add_flags(REQUIRED_FLAGS)
+add_env(REQUIRED_ENV)
