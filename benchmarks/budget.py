@@ -1,7 +1,8 @@
 """Contact budget: memory per world and time per world-step from in-contact states.
 
   python benchmarks/budget.py [--model humanoid] [--batch 64 1024] [--steps 5] [--ncon N]
-                              [--copies 1 2 4 8] [--copies-source RIG.xml]
+                              [--compare] [--copies 1 2 4 8] [--copies-source RIG.xml]
+  python benchmarks/budget.py --sweep [FILE ...] [--seeds 2] [--sweep-steps 300]
 
 Every world starts from the state after 100 C MuJoCo steps with random controls (uniform in
 ctrlrange, one seed per world), so that the worlds touch the floor; jaxsim then runs
@@ -13,6 +14,9 @@ rows, and the contact-overflow count (Data.warning[mjWARN_CONTACTFULL]). `--ncon
 `jaxsim.with_ncon_max(model, N)` (-1: every collider slot, the old default) instead of the
 default budget. `--copies` reports the compiled step's memory per world for scenes of n
 humanoid copies (models/bench/humanoid_copies.py) against n times that of one copy.
+`--compare` times the default budget against every slot alternately in one process. `--sweep`
+checks that the default budget keeps MuJoCo's active contacts at every state of C MuJoCo
+rollouts with random controls (default: every dm_control suite model).
 """
 
 from __future__ import annotations
@@ -133,6 +137,37 @@ def timing(args: argparse.Namespace) -> None:
     )
 
 
+def compare(args: argparse.Namespace) -> None:
+  """The default budget against every collider slot (with_ncon_max -1), per batch: one compiled
+  step each, timed alternately (min of 7 calls each), so that a shared machine's load falls on
+  both alike; with XLA's memory and cost analysis (loop bodies counted once) per world."""
+  path = model_path(args.model)
+  for batch in args.batch:
+    runs = {}
+    for name, n in (('default', None), ('every slot', -1)):
+      m, mj = load(path, n)
+      d = batch_data(m, *contact_states(mj, batch))
+      c = step_fn(m, 1).lower(d).compile()
+      cost = c.cost_analysis()
+      cost = cost[0] if isinstance(cost, list) else cost
+      jax.block_until_ready(c(d))
+      runs[name] = (c, d, m.layout, memory_per_world(c, batch), cost)
+    best = dict.fromkeys(runs, np.inf)
+    for _ in range(7):
+      for k, (c, d, *_) in runs.items():
+        t0 = time.perf_counter()
+        jax.block_until_ready(c(d))
+        best[k] = min(best[k], time.perf_counter() - t0)
+    for k, (_, _, lay, mem, cost) in runs.items():
+      print(
+        f'  batch {batch:5d} {k:10s}: slots {lay.ncon} rows {lay.nefc}  '
+        f'{best[k] / batch * 1e6:8.1f} us/world-step  memory {mem / 1e3:.1f} kB/world  '
+        f'XLA {cost.get("flops", 0) / batch / 1e6:.2f} MFLOP '
+        f'{cost.get("bytes accessed", 0) / batch / 1e6:.2f} MB per world-step',
+        flush=True,
+      )
+
+
 def copies(args: argparse.Namespace) -> None:
   base = None
   for n in args.copies:
@@ -232,6 +267,7 @@ def main(argv: list[str] | None = None) -> int:
     '--sweep', nargs='*', default=None,
     help='check the default budget keeps MuJoCo\'s contacts on these files (none: the suite)',
   )  # fmt: skip
+  p.add_argument('--compare', action='store_true', help='default vs every slot, interleaved')
   p.add_argument('--seeds', type=int, default=2)
   p.add_argument('--sweep-steps', type=int, default=300)
   args = p.parse_args(argv)
@@ -243,7 +279,9 @@ def main(argv: list[str] | None = None) -> int:
       os.path.join(suite, f) for f in os.listdir(suite) if f.endswith('.xml')
     )
     return int(sweep(paths, args.sweep_steps, args.seeds) > 0)
-  if args.batch:
+  if args.compare:
+    compare(args)
+  elif args.batch:
     timing(args)
   if args.copies:
     copies(args)

@@ -1,10 +1,13 @@
-"""Contact budget (jaxsim.with_ncon_max, or <size nconmax> where every slot costs far more):
-capped Data.contact slots.
+"""Contact budget: the default (layout.default_budget, sized from what the model can touch),
+jaxsim.with_ncon_max, and <size nconmax>/<size njmax> where they are far smaller.
 
-Within the budget, the capped slots give MuJoCo's contacts, rows and accelerations; beyond it the
-deepest contacts are kept and Data.warning counts the overflow (mjWARN_CONTACTFULL). MuJoCo 4
-grows its contact arena instead, so only the first case is compared with it; and <size nconmax>
-that would save less than layout.LEGACY_FACTOR is ignored as MuJoCo 4 ignores it.
+The default keeps MuJoCo's contacts over random-control rollouts of the humanoid and MuJoCo's
+four-humanoid scene (benchmarks/budget.py --sweep runs the whole dm_control suite and the
+22 humanoids). Within a budget the capped slots give MuJoCo's contacts, rows and accelerations;
+beyond it the deepest contacts are kept and Data.warning counts the overflow
+(mjWARN_CONTACTFULL). MuJoCo 4 grows its contact arena instead, so only the first case is
+compared with it; and <size nconmax> that would save less than layout.LEGACY_FACTOR is ignored
+as MuJoCo 4 ignores it.
 """
 
 from __future__ import annotations

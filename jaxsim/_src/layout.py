@@ -46,8 +46,9 @@ from jaxsim._src.types import Model
 
 MIN_BUDGET = 8  # slots of a capped condim class the default budget never goes below
 # the default budget: each geom touches at most this many others at once, each with the largest
-# contact count of its pairs (dm_control's suite and MuJoCo's 22 humanoids in 300-step random
-# rollouts: at most 1.0 partner per geom; a settled pile of 50 mixed bodies about 2)
+# contact count of its pairs (every dm_control suite model and MuJoCo's 4 and 22 humanoids keep
+# MuJoCo's contacts over 300-step random-control rollouts: benchmarks/budget.py --sweep; the
+# 22 humanoids' most is 75 contacts for 1,925 slots)
 PARTNERS = 3
 # a condim class keeps every slot unless that costs at least this many times its default budget
 # (a cap saves little there, and every slot is MuJoCo's order and the cheapest compaction)
