@@ -37,6 +37,11 @@ def info(model: jaxsim.Model, path: str) -> str:
     f'gravity={[float(f"{g:.6g}") for g in np.asarray(opt.gravity)]}'
   )
   lines.append(f'flags    disabled={disabled or "none"}  enabled={enabled or "none"}')
+  lay = model.layout
+  lines.append(
+    f'budget   contact slots={lay.ncon} of {lay.budget.nfull} collider slots  '
+    f'constraint rows={lay.nefc}  (jaxsim.with_ncon_max, <size nconmax njmax>)'
+  )
   unsupported = jaxsim.unsupported(model)
   if unsupported:
     lines.append('not yet simulated by jaxsim:')

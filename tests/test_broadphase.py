@@ -381,3 +381,14 @@ def test_oriented_box_test_keeps_touching_pairs_under_the_limit():
     assert md.ncon >= n and int(d.warning[CONTACTFULL]) == 0
     np.testing.assert_array_equal(np.asarray(d.contact.geom)[a], md.contact.geom[: md.ncon])
     np.testing.assert_allclose(np.asarray(d.contact.pos)[a], md.contact.pos[: md.ncon], atol=1e-9)
+
+
+def test_partition_is_a_stable_argsort():
+  """broadphase.partition (counting, no sort) orders items as a stable argsort of ~mask does."""
+  rng = np.random.default_rng(0)
+  for n in (1, 2, 7, 64):
+    for p in (0.0, 0.3, 1.0):
+      mask = rng.random(n) < p
+      np.testing.assert_array_equal(
+        np.asarray(broadphase.partition(jnp.asarray(mask))), np.argsort(~mask, kind='stable')
+      )

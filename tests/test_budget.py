@@ -1,21 +1,28 @@
-"""Contact budget (jaxsim.with_ncon_max, or <size nconmax> where every slot costs far more):
-capped Data.contact slots.
+"""Contact budget: the default (layout.default_budget, sized from what the model can touch),
+jaxsim.with_ncon_max, and <size nconmax>/<size njmax> where they are far smaller.
 
-Within the budget, the capped slots give MuJoCo's contacts, rows and accelerations; beyond it the
-deepest contacts are kept and Data.warning counts the overflow (mjWARN_CONTACTFULL). MuJoCo 4
-grows its contact arena instead, so only the first case is compared with it; and <size nconmax>
-that would save less than layout.LEGACY_FACTOR is ignored as MuJoCo 4 ignores it.
+The default keeps MuJoCo's contacts over random-control rollouts of the humanoid and MuJoCo's
+four-humanoid scene (benchmarks/budget.py --sweep runs the whole dm_control suite and the
+22 humanoids). Within a budget the capped slots give MuJoCo's contacts, rows and accelerations;
+beyond it the deepest contacts are kept and Data.warning counts the overflow
+(mjWARN_CONTACTFULL). MuJoCo 4 grows its contact arena instead, so only the first case is
+compared with it; and <size nconmax> that would save less than layout.LEGACY_FACTOR is ignored
+as MuJoCo 4 ignores it.
 """
 
 from __future__ import annotations
 
+import os
+
 import jax
 import mujoco
 import numpy as np
+import pytest
 
 import jaxsim
-from jaxsim._src import layout
-from tests import oracle
+from jaxsim._src import kinematics, layout
+from jaxsim._src.collision import driver
+from tests import models, oracle
 
 CONTACTFULL = int(mujoco.mjtWarning.mjWARN_CONTACTFULL)
 
@@ -120,20 +127,79 @@ def test_without_nconmax_every_slot_is_kept():
   assert not b.capped and b.ncon == b.nfull
 
 
-def test_without_nconmax_a_model_too_large_keeps_the_slots_that_fit(monkeypatch):
-  """Twelve spheres (78 collider slots, an estimate of 20): with a memory limit that fits the
-  rows of 39 slots per world, 39 slots; the touching spheres' physics is MuJoCo's."""
+def test_default_budget_follows_the_rule_and_keeps_mujocos_physics():
+  """Twelve spheres on a plane, 78 collider slots: 12 sphere-plane slots (each sphere has one
+  fixed partner: all of them) and 66 sphere-sphere slots, of which each sphere counts PARTNERS
+  (3) halves: 18. 30 slots, capped since 2 x 30 <= 78; at a state with spheres on the floor and
+  two pairs touching, MuJoCo's contacts and accelerations."""
+  assert layout.PARTNERS == 3 and layout.CAP_SAVING == 2
   bodies = ''.join(
-    f'<body pos="{0.25 * i} 0 {0.09 if i % 3 else 0.5}"><freejoint/><geom size=".1"/></body>'
+    f'<body pos="{0.19 * i} 0 {0.09 if i % 3 else 0.5}"><freejoint/><geom size=".1"/></body>'
     for i in range(12)
   )
   xml = f'<mujoco><worldbody><geom type="plane" size="5 5 .1"/>{bodies}</worldbody></mujoco>'
-  nv = 72
-  monkeypatch.setattr(layout, 'AUTO_BUDGET_BYTES', 39 * 4 * nv * 8)  # pyramidal condim 3: 4 rows
   m, d, mj, md = _forward(xml)
   b = m.layout.budget
-  assert b.capped and (b.nfull, b.ncon) == (78, 39)
-  assert int(d.ncon) == md.ncon > 0 and int(d.warning[CONTACTFULL]) == 0
+  assert b.capped and (b.nfull, b.ncon) == (78, 30)
+  assert md.ncon > 8 and int(d.ncon) == md.ncon and int(d.warning[CONTACTFULL]) == 0
   oracle.assert_close('qacc', d.qacc, md.qacc, rtol=1e-9)
-  monkeypatch.setattr(layout, 'AUTO_BUDGET_BYTES', 78 * 4 * nv * 8)
-  assert not jaxsim.load_string(xml).layout.budget.capped
+  # asked for: every slot, or n per class
+  assert not jaxsim.with_ncon_max(m, -1).layout.budget.capped
+  assert jaxsim.with_ncon_max(m, 5).layout.ncon == 5
+
+
+def test_njmax_lowers_the_default_to_its_rows():
+  """<size njmax="40"> on the twelve spheres (no other rows; the default's 30 slots have 120
+  rows, 3x njmax): kept as 30 slots (njmax is honoured where it is LEGACY_FACTOR times smaller);
+  njmax 24 (5x) gives 6 slots of 4 rows."""
+  bodies = ''.join(
+    f'<body pos="{0.25 * i} 0 .5"><freejoint/><geom size=".1"/></body>' for i in range(12)
+  )
+  xml = (
+    '<mujoco><size njmax="{}"/><worldbody><geom type="plane" size="5 5 .1"/>{}</worldbody></mujoco>'
+  )
+  assert jaxsim.load_string(xml.format(40, bodies)).layout.ncon == 30
+  lay = jaxsim.load_string(xml.format(24, bodies)).layout
+  assert (lay.ncon, lay.nefc) == (6, 24)
+
+
+HUMANOIDS = os.path.join(os.path.dirname(__file__), 'assets', 'humanoids', '4_humanoids.xml')
+
+
+@pytest.mark.parametrize(
+  'path',
+  [os.path.join(os.path.dirname(models.dm_control_suite()[0]), 'humanoid.xml'), HUMANOIDS],
+  ids=['humanoid', '4_humanoids'],
+)
+def test_default_budget_keeps_every_mujoco_contact_over_a_rollout(path):
+  """A 300-step C MuJoCo rollout with random controls (the humanoids fall on the floor and, in
+  MuJoCo's four-humanoid scene, on each other): at every third state jaxsim's default budget
+  (far fewer slots than every collider slot) has MuJoCo's active contacts, in MuJoCo's order
+  (contacts with the floor, one condim class, come first in both), and no overflow."""
+  m = oracle.load(path)
+  b = m.layout.budget
+  assert b.capped and 3 * b.ncon < b.nfull, (b.ncon, b.nfull)
+  mj = mujoco.MjModel.from_xml_path(path)
+  md = mujoco.MjData(mj)
+  rng = np.random.default_rng(0)
+  lo, hi = mj.actuator_ctrlrange.T
+  qpos, theirs, most = [], [], 0
+  for t in range(300):
+    md.ctrl[:] = rng.uniform(lo, hi)
+    mujoco.mj_step(mj, md)
+    if t % 3 == 2:
+      mujoco.mj_forward(mj, md)
+      qpos.append(md.qpos.copy())
+      theirs.append(md.contact.geom[: md.ncon].copy())
+      most = max(most, md.ncon)
+  assert most >= 6  # in contact: the floor, and for the four humanoids each other
+
+  def collide(q):
+    d = jaxsim.make_data(m).replace(qpos=q)
+    d = driver.collision(m, kinematics.kinematics(m, d))
+    return d.contact.active, d.contact.geom, d.warning[CONTACTFULL]
+
+  active, geom, warn = jax.jit(jax.vmap(collide))(np.array(qpos))
+  assert int(np.asarray(warn).sum()) == 0
+  for i, g in enumerate(theirs):
+    np.testing.assert_array_equal(np.asarray(geom[i])[np.asarray(active[i])], g, err_msg=f'{i}')

@@ -200,13 +200,17 @@ def _check_rows(lay: layout.Layout) -> None:
 
 
 def test_with_ncon_max_changes_slots_and_rows_together(model):
-  """A budget of n slots per condim class: n slots of each class, their rows, the Model's and
-  Data's sizes all follow; -1 gives every collider slot again."""
+  """A budget of n slots per condim class: n slots of each class (classes in the order of their
+  first slot), their rows, the Model's and Data's sizes all follow; -1 gives every collider slot
+  again."""
   full = model.layout
   assert not full.budget.capped
   capped = jaxsim.with_ncon_max(model, 1)
   lay = capped.layout
-  classes = np.unique(full.contact_dim)
+  # the classes in the order of their first collider slot (mj_collision's order)
+  first = np.unique(full.contact_dim, return_index=True)[1]
+  classes = full.contact_dim[np.sort(first)]
+  assert not np.array_equal(classes, np.sort(classes))  # this model tells the orders apart
   assert lay.budget.capped and lay.ncon == len(classes) < full.ncon
   np.testing.assert_array_equal(lay.contact_dim, classes)
   assert (lay.contact_geom1 == -1).all() and (lay.contact_geom2 == -1).all()

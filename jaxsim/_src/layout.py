@@ -19,15 +19,14 @@ Contact budget: most candidate pairs never touch at the same time, so the slots 
 compacted into `Layout.ncon` slots (like MJX's and MuJoCo Warp's nconmax), per condim so that
 each slot keeps a static number of constraint rows: the active contacts of a condim class keep
 their slot order, and when there are more than the class has slots the deepest are kept and
-Data.warning[mjWARN_CONTACTFULL] counts the overflow. The budget is asked for by
-`with_ncon_max` (a number, or an estimate of the contacts the model can have at once) or by MJCF
-<size nconmax> where every slot would cost more than LEGACY_FACTOR times its rows (MuJoCo 4 reads
-nconmax but keeps every contact); without one, every collider slot is a Data.contact slot, unless
-the constraint Jacobian of all those slots would pass AUTO_BUDGET_BYTES per world (a scene of
-hundreds of free bodies has hundreds of thousands of candidate pairs): then each condim class
-keeps its share of the slots whose rows fit in it, or the estimate if larger. A budget bounds
-each condim class, and Data.contact then holds the classes one after the other: MuJoCo's order
-within a class only.
+Data.warning[mjWARN_CONTACTFULL] counts the overflow. The default budget is sized from what the
+model can touch (`default_budget`: each geom touching PARTNERS others at once, contacts with the
+world counted from the moving geom); a class keeps every slot where that saves less than
+CAP_SAVING. `with_ncon_max` asks for a number per class (-1: every slot); MJCF <size nconmax>
+and <size njmax> lower the default where they are LEGACY_FACTOR times smaller (MuJoCo 4 reads
+them but keeps every contact). A capped Data.contact holds the classes one after the other, in
+the order of their first slot (contacts with the world first): MuJoCo's order within a class,
+and overall wherever the active contacts of different classes do not interleave.
 """
 
 from __future__ import annotations
@@ -45,13 +44,19 @@ from jaxsim._src.collision.geom import Contacts
 from jaxsim._src.enums import ConeType, ConstraintType, DisableBit, EqType, GeomType, JointType
 from jaxsim._src.types import Model
 
-MIN_BUDGET = 8  # slots of a condim class the default budget never goes below
-# dense efc_J (rows x nv, float64) above which a model given no budget gets the estimate
-AUTO_BUDGET_BYTES = 256 * 2**20
-# MJCF <size nconmax> (legacy; MuJoCo 4 keeps every contact) becomes a budget only where every
-# collider slot would have more than this many times the budget's constraint rows: Gymnasium's
-# Shadow-hand and Adroit scenes (nconmax 100: 1.2x and 2.7x) keep MuJoCo's contacts in MuJoCo's
-# order, dm_control's dog (nconmax 300: 8.9x, 41k rows) keeps its budget
+MIN_BUDGET = 8  # slots of a capped condim class the default budget never goes below
+# the default budget: each geom touches at most this many others at once, each with the largest
+# contact count of its pairs (every dm_control suite model and MuJoCo's 4 and 22 humanoids keep
+# MuJoCo's contacts over 300-step random-control rollouts: benchmarks/budget.py --sweep; the
+# 22 humanoids' most is 75 contacts for 1,925 slots)
+PARTNERS = 3
+# a condim class keeps every slot unless that costs at least this many times its default budget
+# (a cap saves little there, and every slot is MuJoCo's order and the cheapest compaction)
+CAP_SAVING = 2
+# MJCF <size nconmax> and <size njmax> (legacy; MuJoCo 4 keeps every contact) lower the default
+# budget only where it would have more than this many times their contacts or rows: Gymnasium's
+# Shadow-hand and Adroit scenes (nconmax 100: 1.2x and 2.7x of every slot) keep MuJoCo's
+# contacts, dm_control's dog (nconmax 300, njmax 900) keeps its own sizes
 LEGACY_FACTOR = 4
 
 _EQ_ROWS = {EqType.CONNECT: 3, EqType.WELD: 6, EqType.JOINT: 1, EqType.TENDON: 1}
@@ -254,15 +259,17 @@ class Budget(NamedTuple):
   classes: tuple[tuple[int, np.ndarray, int], ...]
 
 
-def _requested(m: Model) -> int | None | str | tuple[str, int]:
-  """The budget asked for: with_ncon_max, else ('legacy', MJCF <size nconmax>); -1: none (every
-  slot), None: the default estimate (with_ncon_max(m, None)), 'auto': nothing asked."""
-  cp = m.collision_pairs
-  if 'nconmax' in cp:
-    n = cp['nconmax']
-    return None if n is None else int(n)
-  n = m.size.get('nconmax')
-  return 'auto' if n is None or int(n) <= 0 else ('legacy', int(n))
+def _requested(m: Model) -> int | None:
+  """The budget asked for by with_ncon_max: slots per condim class (-1: every slot), or None
+  (the default rule)."""
+  n = m.collision_pairs.get('nconmax')
+  return None if n is None else int(n)
+
+
+def _legacy(m: Model, key: str) -> int | None:
+  """MJCF <size nconmax> or <size njmax> where given and positive (else None)."""
+  n = m.size.get(key)
+  return None if n is None or int(n) <= 0 else int(n)
 
 
 def contact_rows(m: Model, dim: np.ndarray) -> int:
@@ -272,20 +279,34 @@ def contact_rows(m: Model, dim: np.ndarray) -> int:
   return int(dim.sum())
 
 
-def _default_budget(g1: np.ndarray, g2: np.ndarray, nslot: np.ndarray) -> int:
-  """Contacts a set of pairs can plausibly have at once: each geom at full contact with three.
+def default_budget(m: Model, g1: np.ndarray, g2: np.ndarray, nslot: np.ndarray) -> int:
+  """Contacts a set of pairs (g1, g2, their collider slots nslot) can have at once: each geom
+  touching at most PARTNERS others, each with the geom's largest slot count (fewer where the
+  geom has fewer pairs).
 
-  Every geom counts the slots of its largest pair, times 3/2 as a contact involves two geoms:
-  each geom can have its largest pair's contacts with three partners at the same time (a settled
-  pile of 50 mixed bodies has about 160 contacts for a budget of about 290).
+  A geom welded to the world (a floor, a wall, a terrain) can touch every moving geom at once
+  (a humanoid lying flat): a pair with one such geom is counted from its moving geom only, every
+  slot of it where the moving geom has at most PARTNERS of them. A pair of moving geoms is
+  counted half from each side.
   """
   if not len(g1):
     return 0
-  n = int(max(g1.max(), g2.max())) + 1
-  best = np.zeros(n, dtype=np.int64)
-  np.maximum.at(best, g1, nslot)
-  np.maximum.at(best, g2, nslot)
-  return int(np.ceil(1.5 * best.sum()))
+  g1, g2, nslot = (np.asarray(x, np.int64) for x in (g1, g2, nslot))
+  weld = np.asarray(m.body_weldid)[np.asarray(m.geom_bodyid)]
+  fixed1, fixed2 = weld[g1] == 0, weld[g2] == 0
+  total = 0.0
+  # pairs with one fixed geom (weight 1), then pairs of moving geoms (weight 1/2 per side)
+  for weight, sel in ((1.0, fixed1 ^ fixed2), (0.5, ~fixed1 & ~fixed2)):
+    slots = np.zeros(m.ngeom, np.int64)
+    most = np.zeros(m.ngeom, np.int64)
+    for g, fixed in ((g1, fixed1), (g2, fixed2)):
+      own = sel & ~fixed
+      np.add.at(slots, g[own], nslot[own])
+      np.maximum.at(most, g[own], nslot[own])
+    total += weight * np.minimum(slots, PARTNERS * most).sum()
+  # pairs of two fixed geoms (colliding only by an explicit <pair>): every slot
+  total += nslot[fixed1 & fixed2].sum()
+  return int(np.ceil(total))
 
 
 def slot_order(m: Model, grps: list[dict[str, Any]]) -> np.ndarray:
@@ -315,9 +336,22 @@ def slot_order(m: Model, grps: list[dict[str, Any]]) -> np.ndarray:
   return np.repeat(start[order], n) + within
 
 
+def _fixed_rows(m: Model) -> int:
+  """Constraint rows other than contacts (equality, friction loss, limits)."""
+  return efc_rows(m, np.zeros(0, np.int32)).nefc
+
+
 def budget(m: Model, grps: list[dict[str, Any]], order: np.ndarray) -> Budget:
   """The static slot layout of a model's contacts (see Budget), from its collider groups and
-  their slot order."""
+  their slot order.
+
+  Slots per condim class: with_ncon_max's number (-1: every slot); else the default rule,
+  `default_budget` of the class's pairs (at least MIN_BUDGET), every slot where that saves less
+  than CAP_SAVING, lowered to MJCF <size nconmax> (per class) and then to the share of
+  <size njmax> rows left after the other rows, each only where it is LEGACY_FACTOR times smaller.
+  The classes are laid out in the order of their first slot in mj_collision's order (contacts
+  with the world first).
+  """
   if not grps:
     z = np.zeros(0, np.int32)
     return Budget(0, 0, False, z, ())
@@ -328,36 +362,33 @@ def budget(m: Model, grps: list[dict[str, Any]], order: np.ndarray) -> Budget:
   dim_full = np.repeat(pdim, nslot).astype(np.int32)[order]
   nfull = len(dim_full)
   req = _requested(m)
-  legacy = isinstance(req, tuple)
-  if legacy:
-    req = req[1]
-  # no budget asked for: every slot, unless their rows would not fit in AUTO_BUDGET_BYTES
-  fit = None
-  if req == 'auto':
-    full_rows = contact_rows(m, dim_full)
-    req = -1
-    if full_rows * m.nv * 8 > AUTO_BUDGET_BYTES:
-      req, fit = None, AUTO_BUDGET_BYTES / (8 * m.nv * full_rows)
-  classes = []
-  for c in np.unique(dim_full):
-    ids = np.flatnonzero(dim_full == c)
-    if req is not None and req > 0:
-      k = req
-    elif req is None:
+  dims = np.unique(dim_full)
+  ids = [np.flatnonzero(dim_full == c) for c in dims]
+  if req is not None:
+    ks = [len(i) if req < 0 else min(len(i), max(req, 0)) for i in ids]
+  else:
+    ks = []
+    for c, i in zip(dims, ids, strict=True):
       sel = pdim == c
-      k = max(_default_budget(g1[sel], g2[sel], nslot[sel]), MIN_BUDGET)
-      if fit is not None:
-        # the class's share of the rows that fit, if more than the estimate
-        k = max(k, int(fit * len(ids)))
-    else:
-      k = len(ids)
-    classes.append((int(c), ids, min(len(ids), k)))
-  capped = any(k < len(ids) for _, ids, k in classes)
-  dim = np.concatenate([np.full(k, c, np.int32) for c, _, k in classes]) if capped else dim_full
-  if legacy and capped and contact_rows(m, dim_full) <= LEGACY_FACTOR * contact_rows(m, dim):
-    capped = False
-  if not capped:
+      k = max(default_budget(m, g1[sel], g2[sel], nslot[sel]), MIN_BUDGET)
+      ks.append(len(i) if CAP_SAVING * k > len(i) else k)
+    nconmax = _legacy(m, 'nconmax')
+    if nconmax is not None:
+      rows = contact_rows(m, np.repeat(dims, ks))
+      low = [min(k, nconmax) for k in ks]
+      if rows > LEGACY_FACTOR * contact_rows(m, np.repeat(dims, low)):
+        ks = low
+    njmax = _legacy(m, 'njmax')
+    if njmax is not None:
+      rows = contact_rows(m, np.repeat(dims, ks))
+      room = max(njmax - _fixed_rows(m), 0)
+      if _fixed_rows(m) + rows > LEGACY_FACTOR * njmax and rows:
+        ks = [max(1, min(k, int(k * room / rows))) for k in ks]
+  classes = [(int(c), i, int(k)) for c, i, k in zip(dims, ids, ks, strict=True)]
+  if not any(k < len(i) for _, i, k in classes):
     return Budget(nfull, nfull, False, dim_full, ())
+  classes.sort(key=lambda cl: cl[1][0] if len(cl[1]) else nfull)
+  dim = np.concatenate([np.full(k, c, np.int32) for c, _, k in classes])
   return Budget(nfull, len(dim), True, dim, tuple(classes))
 
 

@@ -104,9 +104,9 @@ def with_options(m: Model, **options) -> Model:
 
 
 def with_ncon_max(m: Model, n: int | None) -> Model:
-  """The model with a contact budget of n slots per condim class (None: the default estimate,
-  -1: every collider slot), its layout and Data sizes (nconmax, nefcmax) made again; make a new
-  Data for it."""
+  """The model with a contact budget of n slots per condim class (None: the default rule,
+  layout.default_budget; -1: every collider slot), its layout and Data sizes (nconmax, nefcmax)
+  made again; make a new Data for it."""
   return layout.with_layout(m.replace(collision_pairs={**m.collision_pairs, 'nconmax': n}))
 
 

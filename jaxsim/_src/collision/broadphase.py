@@ -145,6 +145,14 @@ def first(mask: jax.Array, k: int) -> tuple[jax.Array, jax.Array]:
   return mask & (jnp.cumsum(mask) <= k), jnp.sum(mask) > k
 
 
+def partition(mask: jax.Array) -> jax.Array:
+  """The indices (n,) int32 of mask's items, those where it holds first, each part in order: a
+  stable partition by counting (cumulative sums and one scatter), not a sort."""
+  n = mask.shape[0]
+  place = jnp.where(mask, jnp.cumsum(mask) - 1, jnp.sum(mask) + jnp.cumsum(~mask) - 1)
+  return jnp.zeros(n, jnp.int32).at[place].set(jnp.arange(n, dtype=jnp.int32), unique_indices=True)
+
+
 def scatter(x: jax.Array, idx: jax.Array, n: int, fill) -> jax.Array:
   """x (k, ...) of the selected pairs back at their places among n pairs, fill (broadcast to
   x's trailing shape) elsewhere."""
@@ -207,7 +215,7 @@ def map_live(
   def visit(xs: Any, live: jax.Array, consts: tuple, fconsts: tuple) -> Any:
     del consts
     nchunk = -(-n // chunk)
-    order = jnp.argsort(~live, stable=True).astype(jnp.int32)
+    order = partition(live)
     order = jnp.concatenate([order, jnp.zeros(nchunk * chunk - n, jnp.int32)])
     count = jnp.sum(live)
 

@@ -318,8 +318,16 @@ def _compact(
   overflow = jnp.array(False)
   for _, ids, k in b.classes:
     active = slot['active'][ids]
-    dist = jnp.where(active, slot['dist'][ids], jnp.inf)
     n = len(ids)
+    if k == n:
+      # a class that keeps every slot: its slots as they are (a static gather)
+      parts['dist'].append(slot['dist'][ids])
+      parts['pos'].append(slot['pos'][ids])
+      parts['frame'].append(slot['frame'][ids])
+      parts['active'].append(active)
+      parts['pair'].append(jnp.asarray(slot_pair[ids], dtype=jnp.int32))
+      continue
+    dist = jnp.where(active, slot['dist'][ids], jnp.inf)
     keep = active
     if k < n:
       # more active contacts than slots: keep the k deepest (ties: the first in slot order)

@@ -49,9 +49,20 @@ def _cat(*pres: _Pre) -> _Pre:
 
 
 def _finish(pre: _Pre, n: int) -> Contacts:
-  """Packs valid candidates first (keeping their order) into n slots and completes frames."""
-  order = jnp.argsort(~pre.valid, stable=True)[:n]
-  pre = jax.tree.map(lambda x: x[order], pre)
+  """Packs valid candidates first (keeping their order) into n slots and completes frames.
+
+  A stable partition by counting, not a sort: each candidate's place is its rank among the valid
+  ones (or after them among the invalid), and each slot gathers the candidate placed there.
+  """
+  valid = pre.valid
+  k = valid.shape[0]
+  if k > 1:
+    place = jnp.where(valid, jnp.cumsum(valid) - 1, jnp.sum(valid) + jnp.cumsum(~valid) - 1)
+    hit = place[None, :] == jnp.arange(n)[:, None]
+    order = jnp.sum(jnp.where(hit, jnp.arange(k)[None, :], 0), axis=1)
+    pre = jax.tree.map(lambda x: x[order], pre)
+  else:
+    pre = jax.tree.map(lambda x: x[:n], pre)
   frame = make_frame(pre.normal, pre.tangent)
   return Contacts(jnp.where(pre.valid, pre.dist, NO_CONTACT), pre.pos, frame)
 
