@@ -19,7 +19,8 @@ sys.path.insert(0, os.path.join(REPO, 'benchmarks'))
 
 FALLING = """<mujoco><worldbody><geom type="plane" size="5 5 .1"/>
   <body pos="0 0 .3"><freejoint/><geom type="capsule" size=".05 .1"/></body>
-  <body pos=".5 0 .15"><joint name="lift" type="slide" axis="0 0 1"/><geom type="box" size=".1 .1 .1"/></body>
+  <body pos=".5 0 .15"><joint name="lift" type="slide" axis="0 0 1"/>
+    <geom type="box" size=".1 .1 .1"/></body>
 </worldbody><actuator><motor joint="lift" ctrlrange="-5 5"/></actuator></mujoco>"""
 
 
