@@ -998,6 +998,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     'required one',
   )
   p.add_argument('--max-gb', type=float, default=4.0, help='skip runs whose program needs more')
+  p.add_argument(
+    '--no-kernels',
+    action='store_true',
+    help='skip the kernel count (a second compile of one step per JAX run)',
+  )
   p.add_argument('--seed', type=int, default=0)
   p.add_argument('--quick', action='store_true', help='smoke test: pendulum, batch 1 and 8')
   args = p.parse_args(argv)
@@ -1045,6 +1050,7 @@ def main(argv: list[str] | None = None, prog: str = 'python benchmarks/throughpu
     'threads': args.threads,
     'max_bytes': int(args.max_gb * 2**30),
     'mjx_xla': args.mjx_xla,
+    'kernels': not args.no_kernels,
   }
   print(
     f'jaxsim bench {started:%Y-%m-%d %H:%M %Z} on {platform.node()}: '
