@@ -2,7 +2,7 @@
 # GPU benchmark of jaxsim against MJX (benchmarks/gpu.py says what it measures), for a machine with
 # JAX (CUDA) and Python 3.12 preinstalled and no network:
 #
-#   bash benchmarks/gpu.sh [--budget 540] [--models cheetah hopper ...] [--no-suite]
+#   bash benchmarks/gpu.sh [--budget 500] [--models cheetah hopper ...] [--no-suite]
 #
 # What it installs comes from .gpu/ at the checkout's root (ignored by git; made on a machine with
 # network by `bash benchmarks/gpu_prepare.sh`, and carried along, e.g. the device tool's
