@@ -1,34 +1,49 @@
 """Throughput, compile time and memory of jaxsim, MJX and C MuJoCo on the same models and settings.
 
-  python benchmarks/throughput.py [MODEL ...] [--batch 1 64 1024] [--engines jaxsim mjx mujoco]
-                                  [--copies 1 2 4 8] [--out out/bench] [--quick]
+  python benchmarks/throughput.py [MODEL ...] [--batch 64 1024] [--big] [--suite]
+                                  [--engines jaxsim mjx mujoco] [--copies 1 2 4 8] [--out out/bench]
+                                  [--warmup-steps 100] [--no-kernels] [--quick]
   jaxsim bench [the same arguments]
 
 MODEL is a dm_control suite name (humanoid, hopper, cheetah ...), a file in models/ without its
-extension, or a path; by default the dm_control humanoid, hopper and cheetah,
-models/bench/humanoid_rig and models/bench/pile50. Every (engine, model, batch) runs in a worker
-process of its own with a time limit (`--timeout`); one that does not finish is reported as "no
-result". Engines:
+extension, a path, or humanoidsN (N dm_control humanoids in a row on one floor, free to collide:
+benchmarks/_scenes.py); by default humanoid, humanoids4 and models/bench/pile50 at batch 64 and
+1024 (`--big` adds 8192; on a GPU 1024, 8192 and 32768). `--suite` adds the 19 dm_control suite
+models at `--suite-batch` (64). Every (engine, model, batch) runs in a worker process of its own
+with a time limit (`--timeout`); one that does not finish is reported as "no result". Engines:
 
 - jaxsim: `jax.jit` of a `lax.scan` over `jax.vmap(jaxsim.step)`, with this Python.
-- mjx: the same harness around `mujoco.mjx.step`, with `--mjx-python` (default .venv-mjx/bin/python;
-  `python3 -m venv .venv-mjx && .venv-mjx/bin/pip install mujoco-mjx`).
+- mjx: the same harness around `mujoco.mjx.step` (impl jax), with `--mjx-python`: by default
+  $JAXSIM_MJX_PYTHON, else .venv-mjx/bin/python, else ../venv-mjx/bin/python beside the checkout
+  (`python3 -m venv .venv-mjx && .venv-mjx/bin/pip install mujoco-mjx==3.17.0 mujoco==3.17.0`:
+  without the second pin pip pairs mujoco-mjx 3.17.0 with mujoco 4.0.0).
 - mujoco: C MuJoCo through `mujoco.rollout`, one thread, and `--threads` threads (default: all
   cores) as the CPU ceiling.
 
 All engines load the same XML, with the same overrides (`--iterations`, `--ls-iterations`,
 `--solver`, `--cone`) and sensors disabled in all of them (the step alone); every worker reports
-the settings it ran with and the driver prints them. Worlds start at qpos0 with qvel ~ N(0, 0.01)
-and get random controls, uniform in ctrlrange, from a fixed seed. The JAX engines run float32
-unless `--float64` (C MuJoCo is always float64).
+the settings it ran with and the driver prints them. Every world starts in contact: from the
+state after `--warmup-steps` (100) C MuJoCo steps with random controls from qpos0 and qvel ~
+N(0, 0.01), seeded per world (benchmarks/_states.py, cached in OUT/states), the same states for
+every engine; `--warmup-steps 0` starts at qpos0. Timed steps then get random controls, uniform
+in ctrlrange, from a fixed seed. The JAX engines run float32 unless `--float64` (C MuJoCo is
+always float64).
 
-Compile time is trace + lower + XLA compile; the first call is reported separately. Memory is the
-compiled program's footprint (arguments + outputs + temporaries, from XLA's memory analysis), per
-world in the tables, plus the peak device memory on accelerators or the worker's peak RSS growth
-on CPU. Outputs in --out: results.json, results.md (the tables) and throughput.png (steps/s
-against batch size). The scaling table runs the humanoid with 1, 2, 4, 8 non-colliding copies in
-one scene (models/bench/humanoid_copies.py) and reports compile time and memory per world
-relative to linear growth.
+Reported per model and batch: steps/s of each engine and jaxsim's ratios to MJX and to C MuJoCo
+on one thread (also printed as one line each at the end); compile time (trace + lower + XLA
+compile; the first call separately in the JSON); memory per world (the compiled program's
+arguments + outputs + temporaries from XLA's memory analysis, over the batch; the JSON adds the
+peak device memory on accelerators or the worker's peak RSS growth on CPU); the start states'
+mean active contacts (C MuJoCo); trips per step: Newton iterations (Data.solver_niter) of every
+world at every timed step, as "batched/world": the mean over steps of the max over worlds (what
+a vmapped while loop runs) and the mean over steps and worlds (MJX 3.17 does not record its
+iteration count); kernels: the work-launching instructions (fusions and unfused ops) of the
+optimised HLO of one step, "all (in while loops) / while loops" (hlo_kernels; on a GPU about
+one launch each, loop bodies counted once however often they run; `--no-kernels` skips the
+second compile this needs when a call runs several steps). Outputs in --out: results.json,
+results.md (the tables) and throughput.png (steps/s against batch size). The scaling table runs
+the humanoid with 1, 2, 4, 8 non-colliding copies in one scene (models/bench/humanoid_copies.py)
+and reports compile time and memory per world relative to linear growth.
 """
 
 from __future__ import annotations
@@ -1012,7 +1027,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args.batch = args.batch or [1, 8]
     args.min_time = min(args.min_time, 0.2)
     args.copies = []
-    args.chunk = args.chunk or 5
+    args.chunk = args.chunk or 1  # one step per call: the kernels need no second compile
   return args
 
 

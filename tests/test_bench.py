@@ -106,6 +106,13 @@ def test_contact_states_touch_the_floor_and_differ_per_world(tmp_path):
     np.testing.assert_array_equal(f['physics'], s['physics'][:2])
 
 
+def test_trip_stats_batched_is_the_slowest_world_per_step():
+  from throughput import trip_stats
+
+  # two steps of three worlds: the batched loop runs 6 then 3 trips, the worlds 3 on average
+  assert trip_stats([[1, 2, 6], [3, 3, 3]]) == {'batched': 4.5, 'world': 3.0, 'max': 6}
+
+
 def test_hlo_kernels_counts_loop_bodies_once():
   import jax
   import jax.numpy as jnp
