@@ -21,7 +21,8 @@ with a time limit (`--timeout`); one that does not finish is reported as "no res
   cores) as the CPU ceiling.
 
 All engines load the same XML, with the same overrides (`--iterations`, `--ls-iterations`,
-`--solver`, `--cone`) and sensors disabled in all of them (the step alone); every worker reports
+`--solver`, `--cone`) and sensors and energy disabled in all of them (the step alone; `--sensors`
+keeps both); every worker reports
 the settings it ran with and the driver prints them. Every world starts in contact: from the
 state after `--warmup-steps` (100) C MuJoCo steps with random controls from qpos0 and qvel ~
 N(0, 0.01), seeded per world (benchmarks/_states.py, cached in OUT/states), the same states for
@@ -79,6 +80,7 @@ _INTEGRATORS = {0: 'Euler', 1: 'RK4', 2: 'implicit', 3: 'implicitfast'}
 _SOLVERS = {0: 'PGS', 1: 'CG', 2: 'Newton'}
 _CONES = {0: 'pyramidal', 1: 'elliptic'}
 _SENSOR_BIT = 1 << 13  # mjDSBL_SENSOR
+_ENERGY_BIT = 1 << 1  # mjENBL_ENERGY: off with the sensors (MJX 3.17 cannot compute it)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -124,6 +126,7 @@ def _settings(opt, dtype: str) -> dict:
     'iterations': int(opt.iterations),
     'ls_iterations': int(opt.ls_iterations),
     'cone': _CONES.get(int(opt.cone), str(opt.cone)),
+    'energy': bool(int(opt.enableflags) & _ENERGY_BIT),
     'dtype': dtype,
   }
 
@@ -141,6 +144,7 @@ def _override_mj(mj, spec: dict) -> None:
     mj.opt.cone = {v: k for k, v in _CONES.items()}[ov['cone']]
   if not spec['sensors']:
     mj.opt.disableflags |= _SENSOR_BIT
+    mj.opt.enableflags &= ~_ENERGY_BIT
 
 
 def _start_state(spec: dict, data, rng) -> dict:
@@ -416,6 +420,7 @@ def _worker_jaxsim(spec: dict) -> dict:
     opt['cone'] = {v: k for k, v in _CONES.items()}[ov['cone']]
   if not spec['sensors']:
     opt['disableflags'] = m.opt.disableflags | _SENSOR_BIT
+    opt['enableflags'] = m.opt.enableflags & ~_ENERGY_BIT
   m = jaxsim.with_options(m, **opt)
   d = jaxsim.make_data(m)
   lo, hi = ctrl_bounds(m.actuator_ctrlrange, m.actuator_ctrllimited)
@@ -993,7 +998,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
   p.add_argument('--ls-iterations', type=int, help='line-search iterations for every engine')
   p.add_argument('--solver', choices=('CG', 'Newton'))
   p.add_argument('--cone', choices=('pyramidal', 'elliptic'))
-  p.add_argument('--sensors', action='store_true', help='keep sensors on (C and MJX compute them)')
+  p.add_argument(
+    '--sensors', action='store_true', help='keep sensors and energy on (as the model has them)'
+  )
   p.add_argument(
     '--stage',
     choices=('step', 'collision'),
