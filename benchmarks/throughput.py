@@ -51,6 +51,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import fcntl
 import inspect
 import json
 import math
@@ -149,8 +150,6 @@ def _override_mj(mj, spec: dict) -> None:
 
 def _start_state(spec: dict, data, rng) -> dict:
   """The batch's first state: the in-contact states of spec['states'], or qpos0 and noisy qvel."""
-  import numpy as np
-
   batch = spec['batch']
   if spec.get('states'):
     with np.load(spec['states']) as f:
@@ -171,8 +170,6 @@ def trip_stats(counts) -> dict:
     batched: mean over steps of the max over worlds; world: mean over steps and worlds;
     max: the largest.
   """
-  import numpy as np
-
   counts = np.asarray(counts, dtype=np.float64).reshape(-1, np.shape(counts)[-1])
   return {
     'batched': float(counts.max(axis=1).mean()),
@@ -339,8 +336,6 @@ def _time_jax(spec: dict, model, data, vstep, lo, hi, counters) -> dict:
       return out
   if spec.get('lock'):
     # compiles overlap; the device runs one measurement at a time (benchmarks/gpu.py)
-    import fcntl
-
     lock = open(spec['lock'], 'a')  # noqa: SIM115 (held until the worker exits)
     t = time.perf_counter()
     fcntl.flock(lock, fcntl.LOCK_EX)
