@@ -818,6 +818,11 @@ def ratio_lines(results: list[dict]) -> list[str]:
       parts.append(f'{j / x:.2f}x MJX')
     if c:
       parts.append(f'{j / c:.3f}x C MuJoCo 1 thread ({1e6 / j:.1f} vs {1e6 / c:.1f} us/world-step)')
+      jc = _ok(index.get((label, batch, 'jaxsim')), 'steps_per_cpu_s')
+      cc = _ok(index.get((label, batch, 'mujoco')), 'steps_per_cpu_s')
+      if jc and cc:
+        # steps per CPU-second: less sensitive to other processes on a shared machine
+        parts.append(f'{jc / cc:.3f}x per CPU-second')
     out.append(f'{label} batch {batch}: ' + ', '.join(parts))
   return out
 
