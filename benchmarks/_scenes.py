@@ -1,10 +1,13 @@
-"""Benchmark scenes generated as MJCF text: the 50-body convex pile (models/bench/pile50.xml).
+"""Benchmark scenes generated as MJCF text: the 50-body convex pile (models/bench/pile50.xml) and
+N dm_control humanoids on one floor.
 
 python benchmarks/_scenes.py pile 50 > models/bench/pile50.xml
+python benchmarks/_scenes.py humanoids 4 > humanoids4.xml   # needs mujoco and dm_control
 """
 
 from __future__ import annotations
 
+import os
 import sys
 
 import numpy as np
@@ -74,11 +77,47 @@ def pile_xml(n: int = 50, seed: int = 0, spacing: float = 0.16) -> str:
   return '\n'.join(lines)
 
 
+def humanoids_xml(n: int, source: str, spacing: float = 0.7) -> str:
+  """n copies of the humanoid in `source` in a row on its floor, free to collide with each other.
+
+  Unlike models/bench/humanoid_copies.py (copies that never touch each other), these fall onto
+  each other: the scene for the contact budgets of several robots on one floor. Copies 1 to n-1
+  are attached by MuJoCo's model editing (mujoco.MjSpec) with the name prefix `h{i}_`, each
+  `spacing` metres along x from the last, with their actuators; the text is MuJoCo's own
+  (MjSpec.to_xml), so MuJoCo, MJX and jaxsim read the same model.
+
+  Arguments:
+    n: number of humanoids (at least 1).
+    source: MJCF file whose first worldbody body is the robot (dm_control's humanoid.xml).
+    spacing: metres between neighbouring copies.
+
+  Returns:
+    the scene's MJCF text.
+  """
+  import mujoco
+
+  if n < 1:
+    raise ValueError('n must be at least 1')
+  scene = mujoco.MjSpec.from_file(source)
+  for i in range(1, n):
+    copy = mujoco.MjSpec.from_file(source)
+    frame = scene.worldbody.add_frame(pos=[spacing * i, 0, 0])
+    frame.attach_body(copy.worldbody.first_body(), f'h{i}_', '')
+  scene.compile()  # raises on a broken scene
+  return scene.to_xml()
+
+
 def main(argv: list[str]) -> int:
-  if len(argv) != 2 or argv[0] != 'pile':
+  if len(argv) != 2 or argv[0] not in ('pile', 'humanoids'):
     print(__doc__, file=sys.stderr)
     return 2
-  sys.stdout.write(pile_xml(int(argv[1])))
+  if argv[0] == 'pile':
+    sys.stdout.write(pile_xml(int(argv[1])))
+  else:
+    import dm_control
+
+    source = os.path.join(os.path.dirname(dm_control.__file__), 'suite', 'humanoid.xml')
+    sys.stdout.write(humanoids_xml(int(argv[1]), source))
   return 0
 
 

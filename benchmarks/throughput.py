@@ -1,60 +1,87 @@
 """Throughput, compile time and memory of jaxsim, MJX and C MuJoCo on the same models and settings.
 
-  python benchmarks/throughput.py [MODEL ...] [--batch 1 64 1024] [--engines jaxsim mjx mujoco]
-                                  [--copies 1 2 4 8] [--out out/bench] [--quick]
+  python benchmarks/throughput.py [MODEL ...] [--batch 64 1024] [--big] [--suite]
+                                  [--engines jaxsim mjx mujoco] [--copies 1 2 4 8] [--out out/bench]
+                                  [--warmup-steps 100] [--no-kernels] [--quick]
   jaxsim bench [the same arguments]
 
 MODEL is a dm_control suite name (humanoid, hopper, cheetah ...), a file in models/ without its
-extension, or a path; by default the dm_control humanoid, hopper and cheetah,
-models/bench/humanoid_rig and models/bench/pile50. Every (engine, model, batch) runs in a worker
-process of its own with a time limit (`--timeout`); one that does not finish is reported as "no
-result". Engines:
+extension, a path, or humanoidsN (N dm_control humanoids in a row on one floor, free to collide:
+benchmarks/_scenes.py); by default humanoid, humanoids4 and models/bench/pile50 at batch 64 and
+1024 (`--big` adds 8192; on a GPU 1024, 8192 and 32768). `--suite` adds the 19 dm_control suite
+models at `--suite-batch` (64). Every (engine, model, batch) runs in a worker process of its own
+with a time limit (`--timeout`); one that does not finish is reported as "no result". Engines:
 
 - jaxsim: `jax.jit` of a `lax.scan` over `jax.vmap(jaxsim.step)`, with this Python.
-- mjx: the same harness around `mujoco.mjx.step`, with `--mjx-python` (default .venv-mjx/bin/python;
-  `python3 -m venv .venv-mjx && .venv-mjx/bin/pip install mujoco-mjx`).
+- mjx: the same harness around `mujoco.mjx.step` (impl jax), with `--mjx-python`: by default
+  $JAXSIM_MJX_PYTHON, else .venv-mjx/bin/python, else ../venv-mjx/bin/python beside the checkout
+  (`python3 -m venv .venv-mjx && .venv-mjx/bin/pip install mujoco-mjx==3.17.0 mujoco==3.17.0`:
+  without the second pin pip pairs mujoco-mjx 3.17.0 with mujoco 4.0.0).
 - mujoco: C MuJoCo through `mujoco.rollout`, one thread, and `--threads` threads (default: all
   cores) as the CPU ceiling.
 
 All engines load the same XML, with the same overrides (`--iterations`, `--ls-iterations`,
-`--solver`, `--cone`) and sensors disabled in all of them (the step alone); every worker reports
-the settings it ran with and the driver prints them. Worlds start at qpos0 with qvel ~ N(0, 0.01)
-and get random controls, uniform in ctrlrange, from a fixed seed. The JAX engines run float32
-unless `--float64` (C MuJoCo is always float64).
+`--solver`, `--cone`) and sensors and energy disabled in all of them (the step alone; `--sensors`
+keeps both); every worker reports
+the settings it ran with and the driver prints them. Every world starts in contact: from the
+state after `--warmup-steps` (100) C MuJoCo steps with random controls from qpos0 and qvel ~
+N(0, 0.01), seeded per world (benchmarks/_states.py, cached in OUT/states), the same states for
+every engine; `--warmup-steps 0` starts at qpos0. Timed steps then get random controls, uniform
+in ctrlrange, from a fixed seed. The JAX engines run float32 unless `--float64` (C MuJoCo is
+always float64).
 
-Compile time is trace + lower + XLA compile; the first call is reported separately. Memory is the
-compiled program's footprint (arguments + outputs + temporaries, from XLA's memory analysis), per
-world in the tables, plus the peak device memory on accelerators or the worker's peak RSS growth
-on CPU. Outputs in --out: results.json, results.md (the tables) and throughput.png (steps/s
-against batch size). The scaling table runs the humanoid with 1, 2, 4, 8 non-colliding copies in
-one scene (models/bench/humanoid_copies.py) and reports compile time and memory per world
-relative to linear growth.
+Reported per model and batch: steps/s of each engine and jaxsim's ratios to MJX and to C MuJoCo
+on one thread (also printed as one line each at the end); compile time (trace + lower + XLA
+compile; the first call separately in the JSON); memory per world (the compiled program's
+arguments + outputs + temporaries from XLA's memory analysis, over the batch; the JSON adds the
+peak device memory on accelerators or the worker's peak RSS growth on CPU); the start states'
+mean active contacts (C MuJoCo); trips per step: Newton iterations (Data.solver_niter) of every
+world at every timed step, as "batched/world": the mean over steps of the max over worlds (what
+a vmapped while loop runs) and the mean over steps and worlds (MJX 3.17 does not record its
+iteration count); kernels: the work-launching instructions (fusions and unfused ops) of the
+optimised HLO of one step, "all (in while loops) / while loops" (hlo_kernels; on a GPU about
+one launch each, loop bodies counted once however often they run; `--no-kernels` skips the
+second compile this needs when a call runs several steps). Outputs in --out: results.json,
+results.md (the tables) and throughput.png (steps/s against batch size). The scaling table runs
+the humanoid with 1, 2, 4, 8 non-colliding copies in one scene (models/bench/humanoid_copies.py)
+and reports compile time and memory per world relative to linear growth.
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime
+import fcntl
+import inspect
 import json
 import math
 import os
 import platform
+import re
 import resource
 import subprocess
 import sys
 import threading
 import time
 
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # _states beside this file
+from _scenes import humanoids_xml  # noqa: E402
+from _states import cached_states, ctrl_bounds, suite_dir, suite_names, summary  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 RESULT_TAG = 'BENCH-RESULT '
-DEFAULT_MODELS = ('humanoid', 'hopper', 'cheetah', 'humanoid_rig', 'pile50')
+DEFAULT_MODELS = ('humanoid', 'humanoids4', 'pile50')
+MJX_PYTHON_ENV = 'JAXSIM_MJX_PYTHON'
 QUICK_MODEL = 'pendulum'
 ENGINES = ('jaxsim', 'mjx', 'mujoco')
 _INTEGRATORS = {0: 'Euler', 1: 'RK4', 2: 'implicit', 3: 'implicitfast'}
 _SOLVERS = {0: 'PGS', 1: 'CG', 2: 'Newton'}
 _CONES = {0: 'pyramidal', 1: 'elliptic'}
 _SENSOR_BIT = 1 << 13  # mjDSBL_SENSOR
+_ENERGY_BIT = 1 << 1  # mjENBL_ENERGY: off with the sensors (MJX 3.17 cannot compute it)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -92,16 +119,6 @@ def _controls(rng, lo, hi, shape):
   return rng.uniform(lo, hi, size=shape + (len(lo),)).astype(np.float64)
 
 
-def _ctrl_bounds(ctrlrange, ctrllimited):
-  """Uniform-sampling bounds per actuator: ctrlrange where limited, else [-1, 1]."""
-  import numpy as np
-
-  ctrlrange = np.asarray(ctrlrange, dtype=np.float64).reshape(-1, 2)
-  lo, hi = ctrlrange[:, 0], ctrlrange[:, 1]
-  limited = np.asarray(ctrllimited, dtype=bool).reshape(-1) & (hi > lo)
-  return np.where(limited, lo, -1.0), np.where(limited, hi, 1.0)
-
-
 def _settings(opt, dtype: str) -> dict:
   return {
     'timestep': float(f'{float(opt.timestep):.6g}'),
@@ -110,6 +127,7 @@ def _settings(opt, dtype: str) -> dict:
     'iterations': int(opt.iterations),
     'ls_iterations': int(opt.ls_iterations),
     'cone': _CONES.get(int(opt.cone), str(opt.cone)),
+    'energy': bool(int(opt.enableflags) & _ENERGY_BIT),
     'dtype': dtype,
   }
 
@@ -127,10 +145,139 @@ def _override_mj(mj, spec: dict) -> None:
     mj.opt.cone = {v: k for k, v in _CONES.items()}[ov['cone']]
   if not spec['sensors']:
     mj.opt.disableflags |= _SENSOR_BIT
+    mj.opt.enableflags &= ~_ENERGY_BIT
 
 
-def _time_jax(spec: dict, model, data, vstep, nu: int, lo, hi) -> dict:
-  """Compiles and times `lax.scan` over `vmap(step)` on a batch; shared by jaxsim and MJX."""
+def _start_state(spec: dict, data, rng) -> dict:
+  """The batch's first state: the in-contact states of spec['states'], or qpos0 and noisy qvel."""
+  batch = spec['batch']
+  if spec.get('states'):
+    with np.load(spec['states']) as f:
+      out = {k: f[k][:batch] for k in ('qpos', 'qvel', 'act', 'time')}
+    if out['qpos'].shape[0] != batch:
+      raise ValueError(f'{spec["states"]} holds fewer than {batch} worlds')
+    return out
+  return {'qvel': rng.normal(size=(batch,) + data.qvel.shape) * 0.01}
+
+
+def trip_stats(counts) -> dict:
+  """Per-step loop trips: batched (max over worlds, what vmap runs) against the per-world mean.
+
+  Arguments:
+    counts: (steps, batch) trips of each world at each step.
+
+  Returns:
+    batched: mean over steps of the max over worlds; world: mean over steps and worlds;
+    max: the largest.
+  """
+  counts = np.asarray(counts, dtype=np.float64).reshape(-1, np.shape(counts)[-1])
+  return {
+    'batched': float(counts.max(axis=1).mean()),
+    'world': float(counts.mean()),
+    'max': int(counts.max()),
+  }
+
+
+# HLO instructions that launch no work of their own
+_FREE_OPS = frozenset(
+  'parameter constant get-tuple-element tuple bitcast while conditional call after-all '
+  'partition-id replica-id opt-barrier add-dependency domain'.split()
+)
+_HLO_COMPUTATION = re.compile(r'^(?:ENTRY\s+)?%?([\w.\-]+)\s.*\{\s*$')
+_HLO_INSTRUCTION = re.compile(r'^\s+(?:ROOT\s+)?%?[\w.\-]+\s*=\s*(.*)$')
+_HLO_CALLS = re.compile(
+  r'\b(calls|to_apply|body|condition|true_computation|false_computation)=%?([\w.\-]+)'
+)
+_HLO_BRANCHES = re.compile(r'\bbranch_computations=\{([^}]*)\}')
+
+
+def _hlo_opcode(rest: str) -> str:
+  """The opcode of an instruction's right-hand side `shape opcode(operands), attributes`."""
+  i = rest.find(' ')
+  if rest.startswith('('):  # tuple shape: skip to its closing parenthesis
+    depth = 0
+    for j, ch in enumerate(rest):
+      depth += (ch == '(') - (ch == ')')
+      if depth == 0:
+        i = j + 1
+        break
+  m = re.match(r'\s*([\w\-]+)\(', rest[i:])
+  return m.group(1) if m else ''
+
+
+def hlo_kernels(text: str) -> dict:
+  """Counts the work-launching instructions of an optimised HLO module (Compiled.as_text()).
+
+  A kernel is an instruction of the entry computation, a while loop's body or condition, a
+  conditional's branch or a called computation whose opcode launches work: every `fusion`, and
+  every unfused op (custom-call, sort, dot, copy, ...), but not parameters, constants, tuples,
+  bitcasts or the control flow itself. The insides of fusions and of reducers (to_apply) are
+  not counted: on a GPU each counted instruction is about one kernel launch. Each is counted
+  once, however often its loop runs.
+
+  Arguments:
+    text: the HLO module's text.
+
+  Returns:
+    kernels: all counted instructions; loop_kernels: those inside while loops (run once per
+    trip); loops: the number of while loops (on a GPU each trip syncs with the host); fusions:
+    the `fusion` instructions among the kernels.
+  """
+  comps: dict[str, list[str]] = {}
+  calls: dict[str, list[tuple[str, str]]] = {}
+  entry = None
+  name = None
+  for line in text.splitlines():
+    if not line.startswith((' ', '\t')) and line.rstrip().endswith('{'):
+      m = _HLO_COMPUTATION.match(line)
+      if m:
+        name = m.group(1)
+        comps[name], calls[name] = [], []
+        if line.startswith('ENTRY'):
+          entry = name
+      continue
+    m = _HLO_INSTRUCTION.match(line) if name else None
+    if not m:
+      continue
+    op = _hlo_opcode(m.group(1))
+    comps[name].append(op)
+    # a fusion's computation is its one kernel's body: never counted on its own
+    calls[name] += [
+      ('fused' if op == 'fusion' else k, t) for k, t in _HLO_CALLS.findall(m.group(1))
+    ]
+    for targets in _HLO_BRANCHES.findall(m.group(1)):
+      calls[name] += [('branch', t.strip().lstrip('%')) for t in targets.split(',')]
+  out = {'kernels': 0, 'loop_kernels': 0, 'loops': 0, 'fusions': 0}
+  seen = set()
+
+  def visit(comp: str, in_loop: bool) -> None:
+    if comp in seen or comp not in comps:
+      return
+    seen.add(comp)
+    ops = [op for op in comps[comp] if op not in _FREE_OPS]
+    out['kernels'] += len(ops)
+    out['fusions'] += sum(op == 'fusion' for op in ops)
+    out['loop_kernels'] += len(ops) if in_loop else 0
+    out['loops'] += comps[comp].count('while')
+    for kind, target in calls[comp]:
+      if kind in ('body', 'condition'):
+        visit(target, True)
+      elif kind in ('branch', 'true_computation', 'false_computation'):
+        visit(target, in_loop)
+      elif kind == 'calls':
+        visit(target, in_loop)  # a call's (or an async op's) computation
+
+  if entry:
+    visit(entry, False)
+  return out
+
+
+def _time_jax(spec: dict, model, data, vstep, lo, hi, counters) -> dict:
+  """Compiles and times `lax.scan` over `vmap(step)` on a batch; shared by jaxsim and MJX.
+
+  counters(d) gives a dict of per-world int32 loop trip counts of the last step (e.g. Newton
+  iterations), recorded after every step.
+  """
   import jax
   import jax.numpy as jnp
   import numpy as np
@@ -138,20 +285,23 @@ def _time_jax(spec: dict, model, data, vstep, nu: int, lo, hi) -> dict:
   batch, chunk = spec['batch'], spec['chunk']
   rng = np.random.default_rng(spec['seed'])
   dtype = data.qpos.dtype
-  qvel = rng.normal(size=(batch,) + data.qvel.shape) * 0.01
+  start = _start_state(spec, data, rng)
   data = jax.tree_util.tree_map(lambda x: jnp.repeat(jnp.asarray(x)[None], batch, axis=0), data)
-  data = data.replace(qvel=jnp.asarray(qvel, dtype))
+  data = data.replace(
+    **{k: jnp.asarray(v, data.time.dtype if k == 'time' else dtype) for k, v in start.items()}
+  )
   pool = [
     jnp.asarray(_controls(rng, lo, hi, (chunk, batch)), dtype) for _ in range(spec['ctrl_pool'])
   ]
 
   def run(m, d, ctrls):
     def body(d, ctrl):
-      return vstep(m, d.replace(ctrl=ctrl)), None
+      d = vstep(m, d.replace(ctrl=ctrl))
+      return d, counters(d)
 
-    d, _ = jax.lax.scan(body, d, ctrls)
+    d, trips = jax.lax.scan(body, d, ctrls)
     bad = ~(jnp.all(jnp.isfinite(d.qpos), axis=-1) & jnp.all(jnp.isfinite(d.qvel), axis=-1))
-    return d, bad
+    return d, bad, trips
 
   rss0 = _peak_rss_bytes()
   t0 = time.perf_counter()
@@ -160,6 +310,17 @@ def _time_jax(spec: dict, model, data, vstep, nu: int, lo, hi) -> dict:
   compiled = lowered.compile()
   t2 = time.perf_counter()
   out = {'lower_s': t1 - t0, 'xla_compile_s': t2 - t1, 'compile_s': t2 - t0}
+  if spec.get('kernels', True):
+    # counted on one step: XLA unrolls a short scan, so a program of several steps per call
+    # would count them several times; one of one step per call is one step (no second compile)
+    try:
+      t = time.perf_counter()
+      one = compiled if chunk == 1 else jax.jit(vstep).lower(model, data).compile()
+      text = one.as_text()
+      out['hlo'] = hlo_kernels(text)
+      out['hlo_compile_s'] = time.perf_counter() - t
+    except Exception as e:  # the count is a report, never a reason to lose the timing
+      out['hlo_error'] = repr(e)
   mem = compiled.memory_analysis()
   if mem is not None:
     total = (
@@ -173,24 +334,34 @@ def _time_jax(spec: dict, model, data, vstep, nu: int, lo, hi) -> dict:
     if total > spec['max_bytes']:
       out.update(status='no result', reason=f'needs {total / 2**30:.1f} GiB (limit --max-gb)')
       return out
+  if spec.get('lock'):
+    # compiles overlap; the device runs one measurement at a time (benchmarks/gpu.py)
+    lock = open(spec['lock'], 'a')  # noqa: SIM115 (held until the worker exits)
+    t = time.perf_counter()
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    out['lock_wait_s'] = time.perf_counter() - t
   t3 = time.perf_counter()
-  data, bad = compiled(model, data, pool[0])
+  data, bad, _ = compiled(model, data, pool[0])
   jax.block_until_ready((data, bad))
   t4 = time.perf_counter()
   out['first_call_s'] = t4 - t3
   # one warm call sizes the timed run, whose calls are dispatched back to back
-  data, bad = compiled(model, data, pool[1 % len(pool)])
+  data, bad, _ = compiled(model, data, pool[1 % len(pool)])
   jax.block_until_ready((data, bad))
   warm = time.perf_counter() - t4
   calls = int(min(spec['max_calls'], max(spec['min_calls'], math.ceil(spec['min_time'] / warm))))
-  flags = [bad]
+  flags, trips = [bad], []
   t5, cpu5 = time.perf_counter(), time.process_time()
   for i in range(calls):
-    data, bad = compiled(model, data, pool[i % len(pool)])
+    data, bad, trip = compiled(model, data, pool[i % len(pool)])
     flags.append(bad)
-  jax.block_until_ready((data, flags))
+    trips.append(trip)
+  jax.block_until_ready((data, flags, trips))
   run_s = time.perf_counter() - t5
   cpu_s = time.process_time() - cpu5
+  out['trips'] = {
+    k: trip_stats(np.concatenate([np.asarray(t[k]) for t in trips])) for k in trips[0]
+  }  # empty where the engine records no trip count
   nan_worlds = int(np.any(np.stack([np.asarray(f) for f in flags]), axis=0).sum())
   # jaxsim resets diverged worlds as MuJoCo does (so no NaN stays): its bad qpos/qvel/qacc counters
   warning = getattr(data, 'warning', None)
@@ -244,9 +415,10 @@ def _worker_jaxsim(spec: dict) -> dict:
     opt['cone'] = {v: k for k, v in _CONES.items()}[ov['cone']]
   if not spec['sensors']:
     opt['disableflags'] = m.opt.disableflags | _SENSOR_BIT
+    opt['enableflags'] = m.opt.enableflags & ~_ENERGY_BIT
   m = jaxsim.with_options(m, **opt)
   d = jaxsim.make_data(m)
-  lo, hi = _ctrl_bounds(m.actuator_ctrlrange, m.actuator_ctrllimited)
+  lo, hi = ctrl_bounds(m.actuator_ctrlrange, m.actuator_ctrllimited)
   out = {
     'settings': _settings(m.opt, str(d.qpos.dtype)),
     'sizes': {
@@ -264,7 +436,12 @@ def _worker_jaxsim(spec: dict) -> dict:
   else:
     stage = jaxsim.step
   vstep = jax.vmap(stage, in_axes=(None, 0))
-  out.update(_time_jax(spec, m, d, vstep, m.nu, lo, hi))
+
+  def counters(d):
+    # Newton/CG iterations of the last solve (add the line-search evaluations once Data has them)
+    return {'niter': d.solver_niter}
+
+  out.update(_time_jax(spec, m, d, vstep, lo, hi, counters))
   return out
 
 
@@ -278,10 +455,12 @@ def _worker_mjx(spec: dict) -> dict:
 
   mj = mujoco.MjModel.from_xml_path(spec['model'])
   _override_mj(mj, spec)
-  mx = mjx.put_model(mj)
-  d = mjx.make_data(mx)
+  # MJX's pure-JAX implementation (newer MJX also has warp and C ones, chosen by `impl`)
+  impl_kw = {'impl': 'jax'} if 'impl' in inspect.signature(mjx.put_model).parameters else {}
+  mx = mjx.put_model(mj, **impl_kw)
+  d = mjx.make_data(mx, **impl_kw)
   impl = getattr(d, '_impl', d)
-  lo, hi = _ctrl_bounds(mj.actuator_ctrlrange, mj.actuator_ctrllimited)
+  lo, hi = ctrl_bounds(mj.actuator_ctrlrange, mj.actuator_ctrllimited)
   out = {
     'settings': _settings(mx.opt, str(d.qpos.dtype)),
     'sizes': {
@@ -299,7 +478,12 @@ def _worker_mjx(spec: dict) -> dict:
   else:
     stage = mjx.step
   vstep = jax.vmap(stage, in_axes=(None, 0))
-  out.update(_time_jax(spec, mx, d, vstep, mj.nu, lo, hi))
+
+  def counters(d):
+    # none: MJX's solve (3.17) never writes Data's solver_niter back, so it reads 0
+    return {}
+
+  out.update(_time_jax(spec, mx, d, vstep, lo, hi, counters))
   return out
 
 
@@ -319,11 +503,17 @@ def _worker_mujoco(spec: dict) -> dict:
   what = mujoco.mjtState.mjSTATE_FULLPHYSICS
   state0 = np.zeros(mujoco.mj_stateSize(mj, what))
   mujoco.mj_getState(mj, d, state0, what)
-  init = np.tile(state0, (batch, 1))
-  # qvel ~ N(0, 0.01) as in the JAX engines: qvel follows time and qpos in the full state
-  vel = slice(1 + mj.nq, 1 + mj.nq + mj.nv)
-  init[:, vel] = rng.normal(size=(batch, mj.nv)) * 0.01
-  lo, hi = _ctrl_bounds(mj.actuator_ctrlrange, mj.actuator_ctrllimited)
+  if spec.get('states'):
+    with np.load(spec['states']) as f:
+      init = np.array(f['physics'][:batch])
+    if init.shape != (batch, state0.size):
+      raise ValueError(f'{spec["states"]}: states of shape {init.shape}, not ({batch}, ...)')
+  else:
+    init = np.tile(state0, (batch, 1))
+    # qvel ~ N(0, 0.01) as in the JAX engines: qvel follows time and qpos in the full state
+    vel = slice(1 + mj.nq, 1 + mj.nq + mj.nv)
+    init[:, vel] = rng.normal(size=(batch, mj.nv)) * 0.01
+  lo, hi = ctrl_bounds(mj.actuator_ctrlrange, mj.actuator_ctrllimited)
   pool = [_controls(rng, lo, hi, (batch, chunk)) for _ in range(spec['ctrl_pool'])]
   out = {
     'settings': _settings(mj.opt, 'float64'),
@@ -410,22 +600,26 @@ def worker_main(spec: dict) -> int:
 # driver side: plans the runs, spawns workers, writes the tables, JSON and plot
 
 
-def resolve_model(name: str) -> tuple[str, str]:
-  """(label, path) of a model given as a path, a models/ name or a dm_control suite name."""
+def resolve_model(name: str, scenes: str | None = None) -> tuple[str, str]:
+  """(label, path) of a model given as a path, a models/ name, a dm_control suite name or
+  `humanoidsN` (N dm_control humanoids on one floor, written to `scenes` by _scenes.py)."""
   if os.path.exists(name):
     return os.path.splitext(os.path.basename(name))[0], os.path.abspath(name)
   for folder in ('models', os.path.join('models', 'bench')):
     local = os.path.join(REPO, folder, name + '.xml')
     if os.path.exists(local):
       return name, local
-  try:
-    import dm_control
-
-    suite = os.path.join(os.path.dirname(dm_control.__file__), 'suite', name + '.xml')
-  except ImportError:
-    suite = ''
-  if suite and os.path.exists(suite):
-    return name, suite
+  suite = suite_dir()
+  if suite and os.path.exists(os.path.join(suite, name + '.xml')):
+    return name, os.path.join(suite, name + '.xml')
+  many = re.fullmatch(r'humanoids(\d+)', name)
+  if many and suite and scenes:
+    path = os.path.join(scenes, name + '.xml')
+    if not os.path.exists(path):
+      os.makedirs(scenes, exist_ok=True)
+      with open(path, 'w') as f:
+        f.write(humanoids_xml(int(many.group(1)), os.path.join(suite, 'humanoid.xml')))
+    return name, path
   raise SystemExit(f'error: model {name!r} is neither a file, a models/ name nor a dm_control one')
 
 
@@ -524,6 +718,31 @@ def _loads(*runs: dict | None) -> str:
   return '/'.join(f'{r["loadavg"][0]:.1f}' if r and 'loadavg' in r else '-' for r in runs)
 
 
+def _trips(r: dict | None) -> str:
+  """Loop trips per step, batched/per-world mean (trip_stats), one pair per counter."""
+  trips = (r or {}).get('trips') if r and r.get('status') == 'ok' else None
+  if not trips:
+    return ''
+  pairs = [f'{v["batched"]:.1f}/{v["world"]:.1f}' for v in trips.values()]
+  if len(trips) == 1:
+    return pairs[0]
+  return ', '.join(f'{k} {p}' for k, p in zip(trips, pairs, strict=True))
+
+
+def _kernels(r: dict | None) -> str:
+  """Kernels (of them in loops) and while loops of the compiled program (hlo_kernels)."""
+  h = (r or {}).get('hlo')
+  return f'{h["kernels"]} ({h["loop_kernels"]}) / {h["loops"]}' if h else ''
+
+
+def _contacts(*runs: dict | None) -> str:
+  """Mean active contacts of the start states (C MuJoCo, mj_forward) and the worlds in contact."""
+  start = next((r['start'] for r in runs if r and r.get('start')), None)
+  if not start:
+    return ''
+  return f'{start["ncon_mean"]:.1f} ({100 * start["in_contact"]:.0f}%)'
+
+
 def throughput_table(results: list[dict], threads: int) -> str:
   """Markdown: one row per (model, batch); engines side by side with jaxsim's ratios."""
   index = {(r['label'], r['batch'], r['engine']): r for r in results if r.get('table') == 'main'}
@@ -531,9 +750,10 @@ def throughput_table(results: list[dict], threads: int) -> str:
   order = [r['label'] for r in results if r.get('table') == 'main']
   keys.sort(key=lambda k: (order.index(k[0]), k[1]))
   head = (
-    '| model | batch | jaxsim steps/s | MJX steps/s | C 1 thread | C '
+    '| model | batch | contacts | jaxsim steps/s | MJX steps/s | C 1 thread | C '
     f'{threads} threads | jaxsim/MJX | jaxsim/C | jaxsim compile s | MJX compile s | '
-    'compile jaxsim/MJX | jaxsim mem/world | MJX mem/world | NaN/reset (jaxsim/MJX/C) | load |'
+    'jaxsim mem/world | MJX mem/world | jaxsim trips | MJX trips | jaxsim kernels | '
+    'MJX kernels | NaN/reset (jaxsim/MJX/C) | load |'
   )
   lines = [head, '|' + '---|' * (head.count('|') - 1)]
   for label, batch in keys:
@@ -545,15 +765,66 @@ def throughput_table(results: list[dict], threads: int) -> str:
       for r in (j, x, c)
     )
     lines.append(
-      f'| {label} | {batch} | {_fmt_rate(j)} | {_fmt_rate(x)} | {_fmt_rate(c)} | '
-      f'{_fmt_rate(c, "steps_per_s_mt")} | '
+      f'| {label} | {batch} | {_contacts(j, x, c)} | {_fmt_rate(j)} | {_fmt_rate(x)} | '
+      f'{_fmt_rate(c)} | {_fmt_rate(c, "steps_per_s_mt")} | '
       f'{_ratio(_ok(j, "steps_per_s"), _ok(x, "steps_per_s"))} | '
       f'{_ratio(_ok(j, "steps_per_s"), _ok(c, "steps_per_s"))} | '
       f'{_fmt_num(_compile(j))} | {_fmt_num(_compile(x))} | '
-      f'{_ratio(_compile(j), _compile(x))} | {_fmt_bytes(_per_world(j))} | '
-      f'{_fmt_bytes(_per_world(x))} | {nan} | {_loads(j, x, c)} |'
+      f'{_fmt_bytes(_per_world(j))} | {_fmt_bytes(_per_world(x))} | {_trips(j)} | {_trips(x)} | '
+      f'{_kernels(j)} | {_kernels(x)} | {nan} | {_loads(j, x, c)} |'
     )
   return '\n'.join(lines)
+
+
+def gpu_table(results: list[dict]) -> str:
+  """Markdown for the JAX engines alone (benchmarks/gpu.py): one row per (model, batch)."""
+  index = {(r['label'], r['batch'], r['engine']): r for r in results}
+  keys = list(dict.fromkeys((r['label'], r['batch']) for r in results))
+  head = (
+    '| model | batch | contacts | jaxsim steps/s | MJX steps/s | jaxsim/MJX | jaxsim compile s | '
+    'MJX compile s | jaxsim mem/world | MJX mem/world | jaxsim trips | MJX trips | '
+    'jaxsim kernels | MJX kernels | NaN/reset (jaxsim/MJX) |'
+  )
+  lines = [head, '|' + '---|' * (head.count('|') - 1)]
+  for label, batch in keys:
+    j = index.get((label, batch, 'jaxsim'))
+    x = index.get((label, batch, 'mjx'))
+    nan = '/'.join(
+      '' if r is None or r.get('status') != 'ok' else ('yes' if r.get('nan') else 'no')
+      for r in (j, x)
+    )
+    lines.append(
+      f'| {label} | {batch} | {_contacts(j, x)} | {_fmt_rate(j)} | {_fmt_rate(x)} | '
+      f'{_ratio(_ok(j, "steps_per_s"), _ok(x, "steps_per_s"))} | '
+      f'{_fmt_num(_compile(j))} | {_fmt_num(_compile(x))} | '
+      f'{_fmt_bytes(_per_world(j))} | {_fmt_bytes(_per_world(x))} | {_trips(j)} | {_trips(x)} | '
+      f'{_kernels(j)} | {_kernels(x)} | {nan} |'
+    )
+  return '\n'.join(lines)
+
+
+def ratio_lines(results: list[dict]) -> list[str]:
+  """One line per (model, batch): jaxsim's steps/s over MJX's and over C MuJoCo's one thread."""
+  index = {(r['label'], r['batch'], r['engine']): r for r in results if r.get('table') == 'main'}
+  out = []
+  for label, batch in dict.fromkeys((r['label'], r['batch']) for r in results if 'label' in r):
+    j = _ok(index.get((label, batch, 'jaxsim')), 'steps_per_s')
+    x = _ok(index.get((label, batch, 'mjx')), 'steps_per_s')
+    c = _ok(index.get((label, batch, 'mujoco')), 'steps_per_s')
+    if j is None:
+      continue
+    parts = [f'jaxsim {j:,.0f} steps/s']
+    if x:
+      parts.append(f'{j / x:.2f}x MJX')
+    if c:
+      parts.append(f'{j / c:.3f}x C MuJoCo 1 thread ({1e6 / j:.1f} vs {1e6 / c:.1f} us/world-step)')
+      jc = _ok(index.get((label, batch, 'jaxsim')), 'steps_per_cpu_s')
+      cc = _ok(index.get((label, batch, 'mujoco')), 'steps_per_cpu_s')
+      if jc and cc:
+        # steps per CPU-second: less sensitive to other processes on a shared machine
+        parts.append(f'{jc / cc:.3f}x per CPU-second')
+    out.append(f'{label} batch {batch}: ' + ', '.join(parts))
+  return out
 
 
 def _linear(value, first, factor: float) -> str:
@@ -680,8 +951,14 @@ def _copies_module():
 
 
 def _default_mjx_python() -> str | None:
-  path = os.path.join(REPO, '.venv-mjx', 'bin', 'python')
-  return path if os.path.exists(path) else None
+  """$JAXSIM_MJX_PYTHON, else .venv-mjx in the checkout, else a venv-mjx beside the checkout."""
+  if os.environ.get(MJX_PYTHON_ENV):
+    return os.environ[MJX_PYTHON_ENV]
+  for venv in (os.path.join(REPO, '.venv-mjx'), os.path.join(os.path.dirname(REPO), 'venv-mjx')):
+    path = os.path.join(venv, 'bin', 'python')
+    if os.path.exists(path):
+      return path
+  return None
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -690,8 +967,24 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     description=__doc__.splitlines()[0],
     formatter_class=argparse.RawDescriptionHelpFormatter,
   )
-  p.add_argument('models', nargs='*', help=f'default: {" ".join(DEFAULT_MODELS)}')
-  p.add_argument('--batch', type=int, nargs='+', help='default: 1 64 1024 (+ 4096 16384 on GPU)')
+  p.add_argument(
+    'models',
+    nargs='*',
+    help=f'default: {" ".join(DEFAULT_MODELS)} (humanoidsN: N humanoids on one floor)',
+  )
+  p.add_argument('--batch', type=int, nargs='+', help='default: 64 1024 (GPU: 1024 8192 32768)')
+  p.add_argument('--big', action='store_true', help='add batch 8192 to the default batches')
+  p.add_argument(
+    '--suite', action='store_true', help='add the 19 dm_control suite models at --suite-batch'
+  )
+  p.add_argument('--suite-batch', type=int, default=64)
+  p.add_argument(
+    '--warmup-steps',
+    type=int,
+    default=100,
+    help='worlds start after this many C MuJoCo steps with random controls (in contact); '
+    '0: at qpos0 with qvel ~ N(0, 0.01)',
+  )
   p.add_argument('--engines', nargs='+', choices=ENGINES, default=list(ENGINES))
   p.add_argument('--copies', type=int, nargs='*', default=[1, 2, 4, 8], help='scaling table')
   p.add_argument('--copies-source', default='humanoid', help='robot copied for the scaling table')
@@ -705,7 +998,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
   p.add_argument('--ls-iterations', type=int, help='line-search iterations for every engine')
   p.add_argument('--solver', choices=('CG', 'Newton'))
   p.add_argument('--cone', choices=('pyramidal', 'elliptic'))
-  p.add_argument('--sensors', action='store_true', help='keep sensors on (C and MJX compute them)')
+  p.add_argument(
+    '--sensors', action='store_true', help='keep sensors and energy on (as the model has them)'
+  )
   p.add_argument(
     '--stage',
     choices=('step', 'collision'),
@@ -713,7 +1008,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     help='time the whole step, or kinematics + collision detection alone (JAX engines)',
   )
   p.add_argument('--threads', type=int, default=os.cpu_count(), help='C MuJoCo CPU ceiling')
-  p.add_argument('--mjx-python', default=_default_mjx_python(), help='Python with mujoco-mjx')
+  p.add_argument(
+    '--mjx-python',
+    default=_default_mjx_python(),
+    help=f'Python with mujoco-mjx (default: ${MJX_PYTHON_ENV}, .venv-mjx, ../venv-mjx)',
+  )
   p.add_argument(
     '--mjx-xla',
     choices=('same', 'default'),
@@ -722,15 +1021,20 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     'required one',
   )
   p.add_argument('--max-gb', type=float, default=4.0, help='skip runs whose program needs more')
+  p.add_argument(
+    '--no-kernels',
+    action='store_true',
+    help='skip the kernel count (a second compile of one step per JAX run)',
+  )
   p.add_argument('--seed', type=int, default=0)
   p.add_argument('--quick', action='store_true', help='smoke test: pendulum, batch 1 and 8')
   args = p.parse_args(argv)
-  if args.quick:
+  if args.quick and not args.suite:
     args.models = args.models or [QUICK_MODEL]
     args.batch = args.batch or [1, 8]
     args.min_time = min(args.min_time, 0.2)
     args.copies = []
-    args.chunk = args.chunk or 5
+    args.chunk = args.chunk or 1  # one step per call: the kernels need no second compile
   return args
 
 
@@ -743,11 +1047,13 @@ def main(argv: list[str] | None = None, prog: str = 'python benchmarks/throughpu
   args = parse_args(argv)
   args.command_line = ' '.join([prog, *(sys.argv[1:] if argv is None else argv)])
   os.makedirs(args.out, exist_ok=True)
-  models = [resolve_model(m) for m in (args.models or DEFAULT_MODELS)]
+  scenes = os.path.join(args.out, 'scenes')
+  names = args.models or ([] if args.suite else list(DEFAULT_MODELS))
+  models = [resolve_model(m, scenes) for m in names]
   started = datetime.datetime.now().astimezone()
   probe = _run_worker(sys.executable, {'engine': 'probe'}, 120)
   on_gpu = probe.get('platform') not in (None, 'cpu')
-  batches = args.batch or ([1, 64, 1024, 4096, 16384] if on_gpu else [1, 64, 1024])
+  batches = args.batch or ([1024, 8192, 32768] if on_gpu else [64, 1024] + [8192] * args.big)
   mjx_python = args.mjx_python if args.mjx_python and os.path.exists(args.mjx_python) else None
   base = {
     'dtype': 'float64' if args.float64 else 'float32',
@@ -767,6 +1073,7 @@ def main(argv: list[str] | None = None, prog: str = 'python benchmarks/throughpu
     'threads': args.threads,
     'max_bytes': int(args.max_gb * 2**30),
     'mjx_xla': args.mjx_xla,
+    'kernels': not args.no_kernels,
   }
   print(
     f'jaxsim bench {started:%Y-%m-%d %H:%M %Z} on {platform.node()}: '
@@ -775,16 +1082,19 @@ def main(argv: list[str] | None = None, prog: str = 'python benchmarks/throughpu
     flush=True,
   )
   plan = []
+  suffix = ' (collision)' if args.stage == 'collision' else ''
   for label, path in models:
-    if args.stage == 'collision':
-      label += ' (collision)'
     for batch in batches:
-      plan.append(('main', label, path, batch, None))
+      plan.append(('main', label + suffix, path, batch, None))
+  if args.suite:
+    for name in suite_names():
+      label, path = resolve_model(name)
+      if ('main', label + suffix, path, args.suite_batch, None) not in plan:
+        plan.append(('main', label + suffix, path, args.suite_batch, None))
   if args.copies:
     copies_xml = _copies_module().copies_xml
 
     _, source = resolve_model(args.copies_source)
-    scenes = os.path.join(args.out, 'scenes')
     os.makedirs(scenes, exist_ok=True)
     for n in args.copies:
       path = os.path.join(scenes, f'{args.copies_source}_x{n}.xml')
@@ -795,8 +1105,17 @@ def main(argv: list[str] | None = None, prog: str = 'python benchmarks/throughpu
   results: list[dict] = []
   out_json = os.path.join(args.out, 'results.json')
   for table, label, path, batch, copies in plan:
+    start = {}
+    if args.warmup_steps:
+      # the same in-contact states for every engine (C MuJoCo in this process's Python)
+      states = cached_states(
+        path, batch, os.path.join(args.out, 'states'), args.warmup_steps, args.seed
+      )
+      with np.load(states) as f:
+        start = {'states': states, 'start': summary(f)}
     for engine in args.engines:
       spec = {
+        **start,
         **base,
         'engine': engine,
         'table': table,
@@ -830,6 +1149,7 @@ def main(argv: list[str] | None = None, prog: str = 'python benchmarks/throughpu
   _write(out_json, args, probe, started, results)
   print()
   print(md)
+  print('\n'.join(ratio_lines(results)))
   print(f'wrote {out_json}, results.md' + (', throughput.png' if plotted else ''), flush=True)
   return 0
 

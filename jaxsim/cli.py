@@ -138,7 +138,9 @@ def main(argv: list[str] | None = None) -> int:
   parser = argparse.ArgumentParser(prog='jaxsim', description=__doc__)
   parser.add_argument('--version', action='version', version=f'jaxsim {jaxsim.__version__}')
   sub = parser.add_subparsers(dest='command', required=True)
-  sub.add_parser('bench', help='throughput and compile time vs MJX and C MuJoCo', add_help=False)
+  sub.add_parser(
+    'bench', help='steps/s and ratios vs MJX and C MuJoCo from in-contact states', add_help=False
+  )
   p_info = sub.add_parser('info', help='counts, options and unsupported features of a model')
   p_info.add_argument('model')
   p_sim = sub.add_parser(
