@@ -191,6 +191,7 @@ class _Line(NamedTuple):
   fri: jax.Array  # (3, nefc) friction loss rows: floss, R*floss, zone at alpha = 0
   cls: jax.Array  # (3, nefc) active equality, friction loss, one-sided rows
   gauss: jax.Array  # (2,) linear and quadratic coefficients of the Gauss cost
+  gmag: jax.Array  # (nisl,) magnitude of the terms summed in the Gauss slope at alpha = 0
   cq: jax.Array  # (3, nell) vector quadratic of each elliptic contact
   cu: jax.Array  # (6, nell) U0, V0, UU, UV, VV, Dm
   c0: jax.Array  # (5, nell) zone, T, U0 - mu*T, 0.5*Dm*(mu*U0 + T)^2 at alpha = 0, active
@@ -233,6 +234,7 @@ def line_prepare(
   quad = jnp.stack([0.5 * D * jaref * jaref, D * jaref * jv, 0.5 * D * jv * jv])
   g1 = isl.dofs(search * ma) - isl.dofs(p.qfrc_smooth * search)
   gauss = jnp.stack([g1, 0.5 * isl.dofs(search * mv)])
+  gmag = isl.dofs(jnp.abs(search * ma) + jnp.abs(p.qfrc_smooth * search))
   f = p.floss
   rf = p.R * f
   zs = jnp.where((-rf < jaref) & (jaref < rf), 0, jnp.where(jaref <= -rf, -1, 1))
@@ -259,11 +261,35 @@ def line_prepare(
     act = _gather(p.active, r)[:, 0]
     c0 = jnp.stack([z0.astype(dm.dtype), t0, u[:, 0] - p.mu * t0, gap0, act.astype(dm.dtype)])
   elab = isl.rlab[r.rows[:, 0]] if nell else jnp.zeros(0, jnp.int32)
-  return _Line(jaref, jv, quad, cost0, fri, cls, gauss, cq, cu, c0, isl.rlab, elab)
+  return _Line(jaref, jv, quad, cost0, fri, cls, gauss, gmag, cq, cu, c0, isl.rlab, elab)
 
 
-# A line-search point (mjPrimalPnt) is an array (..., 4): alpha, cost, deriv[0], deriv[1].
-ALPHA, COST, D0, D1 = 0, 1, 2, 3
+# A line-search point (mjPrimalPnt) is an array (..., 5): alpha, cost, deriv[0], deriv[1], and
+# the rounding error bound of deriv[0] (zero in float64, see `slope_rounding`).
+ALPHA, COST, D0, D1, NOISE = 0, 1, 2, 3, 4
+
+# Rounding floor of the solver's stopping tests below float64, in units of the dtype's machine
+# epsilon times the magnitude of the terms a tested quantity sums. A sum of n terms computed in
+# floating point is off by up to ~log2(n) eps sum|terms| (pairwise reduction, as XLA's); the
+# quantities tested here sum a few tens of non-zero terms (active rows, dofs).
+ROUNDING_ULPS = 8.0
+
+
+def slope_rounding(dtype) -> float:
+  """The factor of the rounding floor of the stopping tests in `dtype`: 0 in float64.
+
+  MuJoCo's tests (line search: |slope| < tolerance * ls_tolerance * |search| / scale; Newton and
+  CG: improvement, gradient, decrement < tolerance) are met in float64, where jaxsim reproduces
+  MuJoCo's iterations exactly, so float64 keeps them as they are. In float32 their thresholds lie
+  below the rounding error of the quantities tested (a slope of ~1e2 N * |search| summed from
+  terms that cancel, against 1e-10 * |search| * trace(M)): the tests are then decided by noise,
+  and a line search runs all ls_iterations where float64 stops after a few. Below float64 a test
+  therefore also passes where the tested quantity is within ROUNDING_ULPS * eps * (the magnitude
+  of the terms it sums) of zero: there its sign and size are rounding, and no further step can
+  reduce it.
+  """
+  eps = float(jnp.finfo(dtype).eps)
+  return 0.0 if eps <= float(jnp.finfo(jnp.float64).eps) else ROUNDING_ULPS * eps
 
 
 def _zone(n, tsq, mu):
@@ -276,15 +302,18 @@ def _zone(n, tsq, mu):
 def line_eval(p: _Problem, ln: _Line, alpha: jax.Array) -> jax.Array:
   """Cost(alpha) - cost(0) and its first two derivatives along the search (PrimalEval).
 
-  Per island: alpha (nisl, k), a step length of each island, returns points (nisl, k, 4), each
-  island's rows and dofs summed (alpha (k,): one island, points (k, 4)). Row costs are
-  quadratics in alpha where a row is quadratic (equality; one-sided rows below zero; friction
-  loss inside its bound) and linear where friction loss saturates; differences within one zone
-  are formed directly, as MuJoCo does, to avoid cancellation.
+  Per island: alpha (nisl, k), a step length of each island, returns points (nisl, k, 5), each
+  island's rows and dofs summed (alpha (k,): one island, points (k, 5)); below float64 a point's
+  NOISE is its slope's rounding bound, `slope_rounding` times the magnitude of the slope's
+  terms (zero in float64). Row costs are quadratics in alpha where a row is quadratic
+  (equality; one-sided rows below zero; friction loss inside its bound) and linear where
+  friction loss saturates; differences within one zone are formed directly, as MuJoCo does, to
+  avoid cancellation.
   """
   if alpha.ndim == 1:
     return line_eval(p, ln, alpha[None])[0]
   nisl = alpha.shape[0]
+  rounding = slope_rounding(alpha.dtype)
 
   def seg(v, lab):  # (3, k, n) summed per island: (3, k, nisl)
     if nisl == 1:
@@ -313,7 +342,14 @@ def line_eval(p: _Problem, ln: _Line, alpha: jax.Array) -> jax.Array:
   cost = jnp.where(eq, qa, jnp.where(fri, fc, jnp.where(one, oc, 0.0)))
   d0 = jnp.where(quadratic, qd0, jnp.where(fri & lin, zx * f * jv, 0.0))
   d1 = jnp.where(quadratic, 2 * q2, 0.0)
-  tot = seg(jnp.stack([cost, d0, d1]), ln.rlab)
+  terms = [cost, d0, d1]
+  if rounding:  # the magnitude of the terms summed into the slope
+    terms.append(
+      jnp.where(
+        quadratic, jnp.abs(q1) + jnp.abs(2 * a * q2), jnp.where(fri & lin, jnp.abs(d0), 0.0)
+      )
+    )
+  tot = seg(jnp.stack(terms), ln.rlab)
 
   if ln.cq.shape[1]:
     a = alpha[ln.elab].T  # (k, nell)
@@ -348,25 +384,35 @@ def line_eval(p: _Problem, ln: _Line, alpha: jax.Array) -> jax.Array:
     g = v0 - mu * t1
     cd0 = jnp.where(za == 2, 2 * a * c2 + c1, jnp.where(za == 3, dm * nmt * g, 0.0))
     cd1 = jnp.where(za == 2, 2 * c2, jnp.where(za == 3, dm * (g * g - nmt * mu * t2), 0.0))
-    tot = tot + seg(jnp.where(act > 0, jnp.stack([cc, cd0, cd1]), 0.0), ln.elab)
+    terms = [cc, cd0, cd1]
+    if rounding:  # middle zone: both factors of the slope are differences
+      mid = dm * (jnp.abs(n) + mu * t) * (jnp.abs(v0) + mu * jnp.abs(t1))
+      terms.append(
+        jnp.where(za == 2, jnp.abs(c1) + jnp.abs(2 * a * c2), jnp.where(za == 3, mid, 0.0))
+      )
+    tot = tot + seg(jnp.where(act > 0, jnp.stack(terms), 0.0), ln.elab)
 
-  tot = jnp.swapaxes(tot, 1, 2)  # (3, nisl, k)
+  tot = jnp.swapaxes(tot, 1, 2)  # (3 or 4, nisl, k)
   g1, g2 = ln.gauss[0][:, None], ln.gauss[1][:, None]
   cost = tot[0] + alpha * (g1 + alpha * g2)
   d0 = tot[1] + g1 + 2 * alpha * g2
   # not convex: SHOULD NOT OCCUR
   d1 = tot[2] + 2 * g2
   d1 = jnp.where(d1 <= 0, MINVAL, d1)
-  return jnp.stack([alpha, cost, d0, d1], axis=-1)
+  if rounding:
+    noise = rounding * (tot[3] + ln.gmag[:, None] + jnp.abs(2 * alpha * g2))
+  else:
+    noise = jnp.zeros_like(d0)
+  return jnp.stack([alpha, cost, d0, d1, noise], axis=-1)
 
 
 def _newton(pt: jax.Array) -> jax.Array:
-  """Newton step on the line from points (..., 4)."""
+  """Newton step on the line from points (..., 5)."""
   return pt[..., ALPHA] - pt[..., D0] / pt[..., D1]
 
 
 def _update_bracket(pt: jax.Array, cands: jax.Array) -> tuple[jax.Array, jax.Array]:
-  """Moves bracket ends (nisl, 4) to candidates (nisl, 3, 4) with smaller |deriv| of the same
+  """Moves bracket ends (nisl, 5) to candidates (nisl, 3, 5) with smaller |deriv| of the same
   sign (updateBracket)."""
   flag = jnp.zeros(pt.shape[0], bool)
   for k in range(cands.shape[1]):
@@ -381,7 +427,7 @@ def _update_bracket(pt: jax.Array, cands: jax.Array) -> tuple[jax.Array, jax.Arr
 class _LS(NamedTuple):
   """Line-search state.
 
-  phase: 0 one-sided search, 1 bracketed search, 2 done; pts (4, 4): p1, p2, p1next, p2next;
+  phase: 0 one-sided search, 1 bracketed search, 2 done; pts (nisl, 4, 5): p1, p2, p1next, p2next;
   pend (2,): p1next / p2next are chosen (alpha set, counted in lsiter) but not yet evaluated;
   res (2,): step length and improvement once done.
   """
@@ -397,24 +443,32 @@ class _LS(NamedTuple):
 def _linesearch(p: _Problem, r: RowClasses, ln: _Line, snorm, gtol, ls_iterations: int, skip):
   """Step length and improvement of each island along the search direction (PrimalSearch).
 
-  snorm, gtol, skip (nisl,); returns alpha and improvement (nisl,). MuJoCo's sequence: p0, the
-  Newton point p1, Newton steps until the minimum is bracketed, then bisection with Newton
-  candidates. After p0 and p1, each trip of a while loop first evaluates the points the
-  previous trip chose, in one batched evaluation, then takes one MuJoCo loop iteration; a
-  bracketed iteration's midpoint is evaluated together with the previous iteration's Newton
-  candidates. Evaluations are counted as MuJoCo's LSiter. Islands search independently (each
-  its own step length) in the same trips; a finished island's state is frozen. With `skip` (an
-  island that has stopped, or a stopped solve carried along under vmap) its search ends at once.
+  snorm, gtol, skip (nisl,); returns alpha, improvement and the evaluations counted (LSiter),
+  (nisl,) each. MuJoCo's sequence: p0, the Newton point p1, Newton steps until the minimum is
+  bracketed, then bisection with Newton candidates. After p0 and p1, each trip of a while loop
+  first evaluates the points the previous trip chose, in one batched evaluation, then takes one
+  MuJoCo loop iteration; a bracketed iteration's midpoint is evaluated together with the
+  previous iteration's Newton candidates. Evaluations are counted as MuJoCo's LSiter. Islands
+  search independently (each its own step length) in the same trips; a finished island's state
+  is frozen. With `skip` (an island that has stopped, or a stopped solve carried along under
+  vmap) its search ends at once. Below float64 a slope test is met also where the slope is
+  within its rounding bound (the points' NOISE, `slope_rounding`).
   """
   dtype = snorm.dtype
   nisl = snorm.shape[0]
   p0 = line_eval(p, ln, jnp.zeros((nisl, 1), dtype))[:, 0]
   p1 = line_eval(p, ln, _newton(p0)[:, None])[:, 0]
   small = skip | (snorm < MINVAL)
-  init = (jnp.abs(p1[:, D0]) < gtol) & ((p1[:, ALPHA] == 0) | (p1[:, COST] < 0))
-  unset = jnp.zeros((nisl, 4), dtype).at[:, D1].set(1.0)  # finite Newton steps from unset points
+  floor = slope_rounding(dtype) > 0
 
-  def pair(pt):  # (nisl, 4) -> (nisl, 2): alpha, improvement
+  def flat(pt):  # (nisl, ..., 5): the slope is zero to MuJoCo's test, or to rounding below float64
+    g = gtol.reshape(gtol.shape + (1,) * (pt.ndim - 2))
+    return jnp.abs(pt[..., D0]) < (jnp.maximum(g, pt[..., NOISE]) if floor else g)
+
+  init = flat(p1) & ((p1[:, ALPHA] == 0) | (p1[:, COST] < 0))
+  unset = jnp.zeros((nisl, 5), dtype).at[:, D1].set(1.0)  # finite Newton steps from unset points
+
+  def pair(pt):  # (nisl, 5) -> (nisl, 2): alpha, improvement
     return jnp.stack([pt[:, ALPHA], -pt[:, COST]], axis=-1)
 
   s = _LS(
@@ -430,13 +484,15 @@ def _linesearch(p: _Problem, r: RowClasses, ln: _Line, snorm, gtol, ls_iteration
     p1, p2, p1n, p2n = (s.pts[:, k] for k in range(4))
     mid = 0.5 * (p1[:, ALPHA] + p2[:, ALPHA])
     a0 = jnp.where(s.phase == 1, p1n[:, ALPHA], _newton(p1))
-    e = line_eval(p, ln, jnp.stack([a0, p2n[:, ALPHA], mid], axis=1))  # (nisl, 3, 4)
+    e = line_eval(p, ln, jnp.stack([a0, p2n[:, ALPHA], mid], axis=1))  # (nisl, 3, 5)
     room = s.lsiter < ls_iterations
 
     # phase 0: Newton steps while the slope points further out, then set up the bracket
     go = (p1[:, D0] * s.direction <= -gtol) & room
+    if floor:
+      go = go & ~flat(p1)
     pn = e[:, 0]
-    conv0 = go & (jnp.abs(pn[:, D0]) < gtol) & (pn[:, COST] < 0)
+    conv0 = go & flat(pn) & (pn[:, COST] < 0)
     fail = ~go & ~room  # could not bracket
     s_0 = s._replace(
       phase=jnp.where(conv0 | fail, 2, jnp.where(go, 0, 1)).astype(jnp.int32),
@@ -454,7 +510,7 @@ def _linesearch(p: _Problem, r: RowClasses, ln: _Line, snorm, gtol, ls_iteration
     p2n = jnp.where(s.pend[:, 1:], e[:, 1], p2n)
     pmid = e[:, 2]
     cands = jnp.stack([p1n, p2n, pmid], axis=1)
-    ok = jnp.abs(cands[..., D0]) < gtol[:, None]
+    ok = flat(cands)
     best, found = cands[:, 0], ok[:, 0]
     for k in (1, 2):
       take = ok[:, k] & (~found | (cands[:, k, COST] < best[:, COST]))
@@ -476,7 +532,10 @@ def _linesearch(p: _Problem, r: RowClasses, ln: _Line, snorm, gtol, ls_iteration
     sel = jnp.stack([jnp.ones_like(f1), jnp.ones_like(f1), f1, f2], axis=1)
     s_1 = s._replace(
       phase=jnp.where(~room | found | stuck, 2, 1).astype(jnp.int32),
-      lsiter=s.lsiter + jnp.where(room, 1 + f1.astype(jnp.int32) + f2.astype(jnp.int32), 0),
+      # the midpoint; the bracket ends' Newton points only where the search goes on (MuJoCo
+      # returns a converged candidate before updateBracket evaluates them)
+      lsiter=s.lsiter
+      + jnp.where(room, 1 + jnp.where(found, 0, f1.astype(jnp.int32) + f2.astype(jnp.int32)), 0),
       pts=jnp.where(sel[:, :, None], nxt, keep),
       pend=jnp.stack([f1, f2], axis=1),
       res=jnp.where(room[:, None], pair(hit), fin),
@@ -491,7 +550,7 @@ def _linesearch(p: _Problem, r: RowClasses, ln: _Line, snorm, gtol, ls_iteration
 
   # every trip counts at least one evaluation or ends the search: at most ls_iterations trips
   s = jax.lax.while_loop(lambda s: jnp.any(s.phase != 2), step, s)
-  return s.res[:, 0], s.res[:, 1]
+  return s.res[:, 0], s.res[:, 1], s.lsiter
 
 
 class _Config(NamedTuple):
@@ -529,10 +588,11 @@ class _Ctx(NamedTuple):
   search: jax.Array  # (nv,)
   done: jax.Array  # bool
   niter: jax.Array  # int32
+  neval: jax.Array  # int32: line-search evaluations of the counted iterations (mjSolverStat.neval)
 
 
 def _primal(cfg: _Config, r: RowClasses, p: _Problem, x: _Path):
-  """qacc (nv,), efc_force (nefc,), efc_state (nefc,), solver_niter (mj_solPrimal).
+  """qacc (nv,), efc_force (nefc,), efc_state (nefc,), solver_niter, solver_neval (mj_solPrimal).
 
   The warm start, then Newton or CG iterations in a while loop until MuJoCo's stopping tests
   hold or opt.iterations are spent, per constraint island (each island its own step length,
@@ -569,6 +629,8 @@ def _primal(cfg: _Config, r: RowClasses, p: _Problem, x: _Path):
     qacc = p.qacc_smooth
   qacc = jnp.where(x.dof_island >= nisl, p.qacc_smooth, qacc)  # unconstrained dofs
 
+  rounding = slope_rounding(p.M.dtype)
+
   def evaluate(ma, jaref):
     """Forces, states, cost gradient and preconditioned gradient at a point."""
     upd = update_constraint(p, r, jaref, cfg.newton and cfg.ellipse)
@@ -579,10 +641,19 @@ def _primal(cfg: _Config, r: RowClasses, p: _Problem, x: _Path):
       mgrad = solve_m(grad)
     return upd, grad, mgrad
 
+  def gradient_ok(grad, ma, force):
+    """MuJoCo's gradient test; below float64 also met where |grad| is within the rounding of
+    its terms (M qacc, qfrc_smooth and J' force, these summed from the rows' J_ij force_i)."""
+    ok = scale * norm(grad) < tol
+    if rounding:
+      terms = jnp.abs(ma) + jnp.abs(p.qfrc_smooth) + jnp.abs(p.J).T @ jnp.abs(force)
+      ok = ok | (norm(grad) < rounding * norm(terms))
+    return ok
+
   # the start: MuJoCo evaluates it before its first line search
   ma, jaref = p.M @ qacc, p.J @ qacc - p.aref
   upd, grad, mgrad = evaluate(ma, jaref)
-  grad_ok = scale * norm(grad) < tol
+  grad_ok = gradient_ok(grad, ma, upd.force)
   # the certificate cost - cost* <= 0.5 grad' M^-1 grad; Newton also requires the gradient test
   # (its solutions are force-accurate)
   mg = solve_m(grad) if cfg.newton else mgrad
@@ -595,7 +666,7 @@ def _primal(cfg: _Config, r: RowClasses, p: _Problem, x: _Path):
     done = gap_ok
   done = done | empty
   i0 = jnp.zeros(nisl, jnp.int32)
-  ctx = _Ctx(qacc, ma, jaref, upd.force, upd.state, grad, mgrad, -mgrad, done, i0)
+  ctx = _Ctx(qacc, ma, jaref, upd.force, upd.state, grad, mgrad, -mgrad, done, i0, i0)
 
   def iteration(c: _Ctx) -> _Ctx:
     """One iteration of mj_solPrimal's loop in every running island: line search, move, new
@@ -606,14 +677,14 @@ def _primal(cfg: _Config, r: RowClasses, p: _Problem, x: _Path):
     ln = line_prepare(p, r, c.jaref, jv, search, c.ma, mv, isl)
     skip = c.done | (c.niter >= cfg.iterations)
     gtol = ls_tol * snorm / scale
-    alpha, ls_improvement = _linesearch(p, r, ln, snorm, gtol, cfg.ls_iterations, skip)
+    alpha, ls_improvement, lsiter = _linesearch(p, r, ln, snorm, gtol, cfg.ls_iterations, skip)
     alpha = jnp.where(skip, 0.0, alpha)
     ad, ar = isl.per_dof(alpha), alpha[x.efc_island]
     ma, jaref = c.ma + ad * mv, c.jaref + ar * jv
     upd, grad, mgrad = evaluate(ma, jaref)
 
     improvement = scale * ls_improvement
-    grad_ok = scale * norm(grad) < tol
+    grad_ok = gradient_ok(grad, ma, upd.force)
     converged = ((improvement > 0) & (improvement < tol)) | grad_ok
     if cfg.newton:
       converged = converged | (jnp.maximum(0.0, 0.5 * scale * isl.dofs(grad * mgrad)) < tol)
@@ -636,15 +707,18 @@ def _primal(cfg: _Config, r: RowClasses, p: _Problem, x: _Path):
     # no improvement along the search: MuJoCo stops the island where it is, without counting
     # the iteration (its qacc, forces and gradient are those of the unchanged point)
     stop = alpha == 0
-    niter = c.niter + (~skip & ~stop).astype(jnp.int32)
+    counted = ~skip & ~stop
+    niter = c.niter + counted.astype(jnp.int32)
+    neval = c.neval + jnp.where(counted, lsiter, 0)
     done = c.done | stop | converged
-    return _Ctx(qacc, ma, jaref, upd.force, upd.state, grad, mgrad, search_new, done, niter)
+    return _Ctx(qacc, ma, jaref, upd.force, upd.state, grad, mgrad, search_new, done, niter, neval)
 
   def running(c):
     return jnp.any(~c.done & (c.niter < cfg.iterations))
 
   ctx = jax.lax.while_loop(running, iteration, ctx)
-  return ctx.qacc, ctx.force, ctx.state.astype(jnp.int32), jnp.max(ctx.niter)
+  state = ctx.state.astype(jnp.int32)
+  return ctx.qacc, ctx.force, state, jnp.max(ctx.niter), jnp.sum(ctx.neval, dtype=jnp.int32)
 
 
 def _force(r: RowClasses, p: _Problem, qacc: jax.Array) -> jax.Array:
@@ -666,7 +740,7 @@ def _primal_jvp(cfg: _Config, r: RowClasses, primals, tangents, run=None):
   """
   p, x = primals
   dp, _ = tangents
-  qacc, force, state, niter = (run or functools.partial(_primal, cfg, r))(p, x)
+  qacc, force, state, niter, neval = (run or functools.partial(_primal, cfg, r))(p, x)
   upd = update_constraint(p, r, p.J @ qacc - p.aref, cfg.ellipse)
   chol = _hessian(p, r, upd)
   _, dforce_p = jax.jvp(lambda p_: _force(r, p_, qacc), (p,), (dp,))
@@ -674,8 +748,9 @@ def _primal_jvp(cfg: _Config, r: RowClasses, primals, tangents, run=None):
   dqacc = -jax.scipy.linalg.cho_solve((chol, True), dg)
   _, dforce_q = jax.jvp(lambda q: _force(r, p, q), (qacc,), (dqacc,))
   float0 = jax.dtypes.float0
-  zero_state, zero_niter = np.zeros(state.shape, float0), np.zeros(niter.shape, float0)
-  return (qacc, force, state, niter), (dqacc, dforce_p + dforce_q, zero_state, zero_niter)
+  zero_state, zero_count = np.zeros(state.shape, float0), np.zeros(niter.shape, float0)
+  primal_out = (qacc, force, state, niter, neval)
+  return primal_out, (dqacc, dforce_p + dforce_q, zero_state, zero_count, zero_count)
 
 
 class _PGSPath(NamedTuple):
@@ -719,7 +794,8 @@ def _pgs_path(m: Model, d: Data, blk: pgs.Blocks, p: _Problem) -> _PGSPath:
 
 
 def _pgs(cfg: _Config, r: RowClasses, blk: pgs.Blocks, p: _Problem, x: _PGSPath):
-  """qacc, efc_force, efc_state, solver_niter of the PGS solver (mj_solPGS, mj_dualFinish)."""
+  """qacc, efc_force, efc_state, solver_niter of the PGS solver (mj_solPGS, mj_dualFinish) and
+  solver_neval (0: PGS has no line search)."""
   jw = p.J @ x.qacc_warmstart - p.aref
   if cfg.warmstart:
     # the primal forces at qacc_warmstart, or zero where their dual cost is not negative
@@ -749,7 +825,7 @@ def _pgs(cfg: _Config, r: RowClasses, blk: pgs.Blocks, p: _Problem, x: _PGSPath)
   state = noslip.dual_state(
     force, int(r.eq.sum()), int(r.fri.sum()), p.floss, p.active, r.rows, p.mu, p.fric, p.one
   )
-  return qacc, force, state, niter
+  return qacc, force, state, niter, jnp.zeros((), jnp.int32)
 
 
 def problem(d: Data, r: RowClasses) -> _Problem:
@@ -783,7 +859,8 @@ def problem(d: Data, r: RowClasses) -> _Problem:
 
 
 def solve(m: Model, d: Data, layout: Any = None) -> Data:
-  """qacc, efc_force, efc_state, qfrc_constraint, solver_niter (mj_fwdConstraint, mj_solPrimal).
+  """qacc, efc_force, efc_state, qfrc_constraint, solver_niter, solver_neval (mj_fwdConstraint,
+  mj_solPrimal).
 
   Reads efc_J (nefc, nv), efc_D, efc_R, efc_frictionloss, efc_aref, efc_active (nefc,), qM and its
   Cholesky factor qLD (nv, nv), qfrc_smooth, qacc_smooth, qacc_warmstart (nv,), contact mu and
@@ -792,8 +869,12 @@ def solve(m: Model, d: Data, layout: Any = None) -> Data:
   Newton and CG: monolithic solve (MuJoCo with islands disabled); PGS: per constraint island, as
   MuJoCo (`jaxsim.pgs`). Rows with efc_active False take no part. Improvement and gradient tests
   are scaled by 1 / trace(qM), as mujoco 4.0.0 does (PGS: by 1 / the island's sum of diag(M)).
-  qacc_warmstart is read, not written. Derivatives (forward and reverse mode) are those of the
-  solution by implicit differentiation (`_primal_jvp`), not of the iterations.
+  qacc_warmstart is read, not written. solver_neval counts the line searches' cost evaluations
+  (MuJoCo's mjSolverStat.neval, summed over iterations and islands; 0 for PGS). Below float64
+  the stopping tests are also met at the rounding floor of the tested quantities
+  (`slope_rounding`); float64 runs MuJoCo's tests unchanged. Derivatives (forward and reverse
+  mode) are those of the solution by implicit differentiation (`_primal_jvp`), not of the
+  iterations.
   """
   if layout is None:
     layout = layout_of(m)
@@ -811,6 +892,7 @@ def solve(m: Model, d: Data, layout: Any = None) -> Data:
       efc_force=jnp.zeros(nefc, dtype),
       efc_state=jnp.zeros(nefc, jnp.int32),
       solver_niter=jnp.zeros((), jnp.int32),
+      solver_neval=jnp.zeros((), jnp.int32),
     )
   solver = int(m.opt.solver)
   if solver not in (SolverType.PGS, SolverType.CG, SolverType.NEWTON):
@@ -836,7 +918,7 @@ def solve(m: Model, d: Data, layout: Any = None) -> Data:
     x = _Path(d.qLD, d.qacc_warmstart, m.opt.tolerance, m.opt.ls_tolerance, dof, row, inertia)
     primal = jax.custom_jvp(functools.partial(_primal, cfg, r))
     primal.defjvp(functools.partial(_primal_jvp, cfg, r))
-  qacc, force, state, niter = primal(p, x)
+  qacc, force, state, niter, neval = primal(p, x)
   if solver != SolverType.PGS and islands and cfg.warmstart:
     # mujoco solves Newton/CG islands in island-local arrays and copies back only the forces:
     # its efc_state is left as the warm start's last mj_constraintUpdate wrote it, the zones at
@@ -876,4 +958,5 @@ def solve(m: Model, d: Data, layout: Any = None) -> Data:
     efc_force=force,
     efc_state=state,
     solver_niter=niter,
+    solver_neval=neval,
   )

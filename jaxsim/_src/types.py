@@ -733,6 +733,10 @@ class Data(_Struct):
   efc_id: jax.Array = field('(nefc,) id of object of specified type')
   # sensors, energy, diagnostics
   solver_niter: jax.Array = field('() number of solver iterations')
+  solver_neval: jax.Array = field(
+    '() line-search cost evaluations of the last solve (Newton, CG: mjSolverStat.neval summed over'
+    ' its iterations and islands; PGS: 0)'
+  )
   sensordata: jax.Array = field('(nsensordata,) sensor data array')
   energy: jax.Array = field('(2,) potential, kinetic energy')
   warning: jax.Array = field('(nwarning,) int: times each mjtWarning was raised')
@@ -1084,6 +1088,7 @@ def make_data(m: Model, ncon: int | None = None, nefc: int | None = None) -> Dat
     efc_type=jnp.zeros(nefc, dtype=jnp.int32),
     efc_id=jnp.zeros(nefc, dtype=jnp.int32),
     solver_niter=jnp.zeros((), dtype=jnp.int32),
+    solver_neval=jnp.zeros((), dtype=jnp.int32),
     sensordata=z(m.nsensordata),
     energy=z(2),
     warning=jnp.zeros(NWARNING, dtype=jnp.int32),  # mjtWarning order
