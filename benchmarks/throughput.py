@@ -438,8 +438,8 @@ def _worker_jaxsim(spec: dict) -> dict:
   vstep = jax.vmap(stage, in_axes=(None, 0))
 
   def counters(d):
-    # Newton/CG iterations of the last solve (add the line-search evaluations once Data has them)
-    return {'niter': d.solver_niter}
+    # Newton/CG iterations and line-search cost evaluations of the last solve
+    return {'niter': d.solver_niter, 'neval': d.solver_neval}
 
   out.update(_time_jax(spec, m, d, vstep, lo, hi, counters))
   return out
