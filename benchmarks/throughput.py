@@ -653,6 +653,16 @@ def _run_worker(python: str, spec: dict, timeout: float) -> dict:
   if spec['engine'] in ('jaxsim', 'mjx'):
     policy = spec.get('mjx_xla', 'same') if spec['engine'] == 'mjx' else 'same'
     env['XLA_FLAGS'] = xla_flags(_user_xla_flags(), policy)
+    if spec['engine'] == 'mjx':
+      # MJX runs with its own defaults: not with the one-thread pool `import jaxsim` sets
+      # (jaxsim/_src/xla.py REQUIRED_ENV) in this driver's environment, unless the user set it
+      from jaxsim._src.xla import USER_ENV
+
+      for k, v in USER_ENV.items():
+        if v is None:
+          env.pop(k, None)
+        else:
+          env[k] = v
     spec = {**spec, 'xla_flags': env['XLA_FLAGS']}
   cmd = [python, os.path.abspath(__file__), '--worker', json.dumps(spec)]
   try:

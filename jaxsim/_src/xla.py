@@ -122,5 +122,7 @@ def configure_cpu(fast_compile: bool = True, mujoco_rounding: bool = False) -> b
 
 # XLA_FLAGS as the process had them before jaxsim's first import added REQUIRED_FLAGS
 USER_FLAGS = os.environ.get('XLA_FLAGS', '')
+# the environment variables of REQUIRED_ENV as the process had them (None: unset) before jaxsim
+USER_ENV = {k: os.environ.get(k) for k in REQUIRED_ENV}
 add_flags(REQUIRED_FLAGS)
 add_env(REQUIRED_ENV)
