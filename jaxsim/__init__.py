@@ -27,7 +27,9 @@ from jaxsim._src.io import load as load
 from jaxsim._src.io import load_string as load_string
 from jaxsim._src.kinematics import kinematics as kinematics
 from jaxsim._src.model import build as build
+from jaxsim._src.model import hessian_rows as hessian_rows
 from jaxsim._src.model import make_data as make_data
+from jaxsim._src.model import with_hessian_rows as with_hessian_rows
 from jaxsim._src.model import with_max_geom_pairs as with_max_geom_pairs
 from jaxsim._src.model import with_ncon_max as with_ncon_max
 from jaxsim._src.model import with_options as with_options

@@ -42,6 +42,10 @@ def info(model: jaxsim.Model, path: str) -> str:
     f'budget   contact slots={lay.ncon} of {lay.budget.nfull} collider slots  '
     f'constraint rows={lay.nefc}  (jaxsim.with_ncon_max, <size nconmax njmax>)'
   )
+  lines.append(
+    f'solver   Newton Hessian rows={jaxsim.hessian_rows(model)} of {lay.nefc}  '
+    '(jaxsim.with_hessian_rows)'
+  )
   unsupported = jaxsim.unsupported(model)
   if unsupported:
     lines.append('not yet simulated by jaxsim:')

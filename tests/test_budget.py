@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 import jaxsim
-from jaxsim._src import kinematics, layout
+from jaxsim._src import kinematics, layout, math
 from jaxsim._src.collision import driver
 from tests import models, oracle
 
@@ -203,3 +203,24 @@ def test_default_budget_keeps_every_mujoco_contact_over_a_rollout(path):
   assert int(np.asarray(warn).sum()) == 0
   for i, g in enumerate(theirs):
     np.testing.assert_array_equal(np.asarray(geom[i])[np.asarray(active[i])], g, err_msg=f'{i}')
+
+
+def test_smallest_is_the_mask_of_a_sort():
+  """math.smallest (the capped classes' k deepest, by bisection instead of a sort) gives the
+  entries not above the k-th smallest of a sort: signs, ties, +-0, infinities, both dtypes."""
+  rng = np.random.default_rng(0)
+  f = jax.jit(math.smallest, static_argnums=1)
+  for dtype in (np.float32, np.float64):
+    for _ in range(60):
+      n = int(rng.integers(1, 300))
+      k = int(rng.integers(1, n + 1))
+      x = (rng.normal(size=n) * 10.0 ** rng.integers(-5, 5)).astype(dtype)
+      if rng.random() < 0.3:
+        x[rng.random(n) < 0.5] = np.inf
+      if rng.random() < 0.3:
+        x = np.round(x)
+      if rng.random() < 0.3:
+        x[rng.random(n) < 0.3] = 0.0
+        x[rng.random(n) < 0.2] = -0.0
+      kth = np.sort(x)[k - 1]
+      np.testing.assert_array_equal(np.asarray(f(jax.numpy.asarray(x), k)), x <= kth)

@@ -235,3 +235,5 @@ def test_with_modifiers_are_public():
   assert jaxsim.with_options is model_mod.with_options
   assert jaxsim.with_ncon_max is model_mod.with_ncon_max
   assert jaxsim.with_max_geom_pairs is model_mod.with_max_geom_pairs
+  assert jaxsim.with_hessian_rows is model_mod.with_hessian_rows
+  assert jaxsim.hessian_rows is model_mod.hessian_rows

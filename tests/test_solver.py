@@ -433,11 +433,15 @@ def features_state(mj, seed):
   return md
 
 
-@pytest.mark.parametrize('solver_', [NEWTON, CG], ids=['newton', 'cg'])
+@pytest.mark.parametrize(
+  'solver_,rows', [(NEWTON, None), (CG, None), (NEWTON, 6)], ids=['newton', 'cg', 'newton-rows6']
+)
 @pytest.mark.parametrize('cone', ['pyramidal', 'elliptic'])
-def test_features(cone, solver_):
+def test_features(cone, solver_, rows):
   """Every row kind, condim 1/3/4/6, pyramidal and elliptic (impratio 10); two states at once
-  under vmap, each against MuJoCo, one with a warm start worse than qacc_smooth."""
+  under vmap, each against MuJoCo, one with a warm start worse than qacc_smooth. rows 6: Newton's
+  Hessian summed 6 quadratic rows (and 1 elliptic cone in its middle zone) at a time
+  (jaxsim.with_hessian_rows), fewer than there are: the same iterations."""
   mj = mj_model(xml=FEATURES.format(cone=cone), solver_=solver_)
   mds = [features_state(mj, seed) for seed in range(2)]
   # the second state's warm start is poor: both pick qacc_smooth (warmstart())
@@ -460,13 +464,17 @@ def test_features(cone, solver_):
     layouts = [pr[2] for pr in probs]
     assert _Key(layouts[0]) == _Key(layouts[1]), 'the two states have different layouts'
     m, layout = probs[0][0], layouts[0]
+    if rows:
+      assert (refs[0].efc_state == 1).sum() > rows
+      assert cone == 'pyramidal' or (refs[0].efc_state == CONE).sum() > 1
+      m = jaxsim.with_hessian_rows(m, rows)
     dd = jax.tree_util.tree_map(lambda *x: jnp.stack(x), *[pr[1] for pr in probs])
     outs = _solve_vmap(_Key(layout))(m, dd)
     for k, md in enumerate(refs):
       out = jax.tree_util.tree_map(lambda x, k=k: x[k], outs)
       err = check(md, out, probs[k][3], 1e-6, 1e-5, tight=tol == TIGHT)
       err['niter'] = (int(out.solver_niter), int(md.solver_niter[0]))
-      ERRORS[(('features', cone, k), solver_), tol] = err
+      ERRORS[(('features', cone, k), solver_, rows), tol] = err
 
 
 @pytest.mark.parametrize('cone', ['pyramidal', 'elliptic'])
@@ -770,3 +778,22 @@ def test_float32_stops_where_float64_does(humanoid_contact):
     # 1e-6 to 1e-5
     assert relerr(out.qacc, md.qacc) < 1e-4, (k, relerr(out.qacc, md.qacc))
     assert relerr(out.efc_force[real], md.efc_force) < 1e-4
+
+
+@pytest.mark.parametrize('rows', ['fit', 1])
+def test_compact_hessian_is_mujocos_newton(humanoid_contact, rows):
+  """Newton's Hessian summed from a compact buffer of the quadratic rows (layout.hessian_rows),
+  smaller than the allocated rows: holding every quadratic row ('fit': the real rows; the padded
+  rows of `problem` are never quadratic), or 1 row, fewer than the quadratic rows, so that it is
+  filled and summed again: MuJoCo's iterations, line-search evaluations and solution, float64."""
+  mj, refs, m, layout, real, dd = humanoid_contact
+  k = int(real.sum()) if rows == 'fit' else rows
+  assert k < layout.nefc
+  quadratic = [
+    int((md.efc_state == mujoco.mjtConstraintState.mjCNSTRSTATE_QUADRATIC).sum()) for md in refs
+  ]
+  assert rows == 'fit' or max(quadratic) > k
+  outs = _solve_vmap(_Key(layout))(jaxsim.with_hessian_rows(m, k), dd)
+  for i, md in enumerate(refs):
+    out = jax.tree_util.tree_map(lambda x, i=i: np.asarray(x[i]), outs)
+    check(md, out, real, 1e-6, 1e-5)

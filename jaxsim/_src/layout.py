@@ -59,6 +59,35 @@ CAP_SAVING = 2
 # contacts, dm_control's dog (nconmax 300, njmax 900) keeps its own sizes
 LEGACY_FACTOR = 4
 
+# The Newton Hessian H = M + J' D J sums only the rows in the quadratic zone, a few of the rows
+# allocated (the dm_control humanoid on the floor: at most ~35 of 235). Newton gathers them into
+# a compact buffer of `hessian_rows` rows (a default rule, or jaxsim.with_hessian_rows) and sums
+# the buffer, so that H costs what is quadratic, not what is allocated (J'DJ over every
+# allocated row was a third of a humanoid's batched step). Where more rows are quadratic than
+# the buffer holds, the buffer is filled and summed again until every row is in: H is always
+# exact; such a step costs one more pass per buffer of rows (under vmap, for the world with
+# the most).
+HESSIAN_MIN_ROWS = 64  # models with at most this many rows keep every row (no gather)
+HESSIAN_ROW_SHARE = 4  # else a quarter of the rows, at least HESSIAN_MIN_ROWS
+
+
+def hessian_rows(nefc: int, asked: int | None = None) -> int:
+  """Rows of the Newton Hessian's compact buffer for a layout of nefc rows (static).
+
+  Arguments:
+    nefc: allocated constraint rows.
+    asked: the model's setting (`jaxsim.with_hessian_rows`): None for the default rule, -1 for
+      every row.
+  Returns:
+    the buffer size, at most nefc (nefc: the Hessian is formed over every row).
+  """
+  if asked is not None and asked >= 0:
+    return max(1, min(int(asked), nefc))
+  if asked is not None or nefc <= HESSIAN_MIN_ROWS:
+    return nefc
+  return min(nefc, max(HESSIAN_MIN_ROWS, -(-nefc // HESSIAN_ROW_SHARE)))
+
+
 _EQ_ROWS = {EqType.CONNECT: 3, EqType.WELD: 6, EqType.JOINT: 1, EqType.TENDON: 1}
 
 # the disable flags the layout depends on (collider slots: multiccd; rows: the rest)

@@ -190,3 +190,37 @@ def transform_motion(vel: jax.Array, newpos: jax.Array, oldpos: jax.Array) -> ja
   """Shifts a spatial motion vector from oldpos to newpos (mju_transformSpatial, no rotation)."""
   dif = newpos - oldpos
   return jnp.concatenate([vel[..., :3], vel[..., 3:] - jnp.cross(dif, vel[..., :3])], axis=-1)
+
+
+def _order_key(x: jax.Array) -> jax.Array:
+  """Unsigned integers ordered as the floats x are (-0 below +0; NaN beyond the infinities)."""
+  bits = 32 if x.dtype == jnp.float32 else 64
+  it, ut = (jnp.int32, jnp.uint32) if bits == 32 else (jnp.int64, jnp.uint64)
+  i = jax.lax.bitcast_convert_type(x, it)
+  u = jax.lax.bitcast_convert_type(x, ut)
+  sign = jnp.asarray(1 << (bits - 1), ut)
+  # negative floats: all bits flipped (larger magnitude, smaller key); others: sign bit set
+  return jnp.where(i < 0, ~u, u | sign)
+
+
+def smallest(x: jax.Array, k: int) -> jax.Array:
+  """Mask (n,) of the entries of x (n,) not above its k-th smallest (1 <= k <= n).
+
+  A bisection on the floats' order (32 or 64 halvings of a count over x) instead of a sort or
+  top_k: XLA's CPU sort is a comparator call per comparison, the slowest part of a compaction.
+  Ties with the k-th smallest are all in the mask.
+  """
+  if x.dtype not in (jnp.float32, jnp.float64):
+    x = x.astype(jnp.float32)
+  key = _order_key(jnp.where(x == 0, jnp.zeros_like(x), x))  # -0 ties with +0, as <= has it
+  bits = 32 if x.dtype == jnp.float32 else 64
+
+  def halve(_, lohi):
+    lo, hi = lohi
+    mid = lo + (hi - lo) // 2
+    enough = jnp.sum(key <= mid) >= k
+    return jnp.where(enough, lo, mid + 1), jnp.where(enough, mid, hi)
+
+  # the smallest key with at least k keys at or below it: the k-th smallest key
+  _, kth = jax.lax.fori_loop(0, bits, halve, (jnp.min(key), jnp.max(key)))
+  return key <= kth

@@ -110,6 +110,23 @@ def with_ncon_max(m: Model, n: int | None) -> Model:
   return layout.with_layout(m.replace(collision_pairs={**m.collision_pairs, 'nconmax': n}))
 
 
+def with_hessian_rows(m: Model, n: int | None) -> Model:
+  """The model with Newton's Hessian summed n quadratic constraint rows at a time (the size of
+  its compact row buffer, layout.hessian_rows; None: the default, a quarter of the rows and at
+  least 64; -1: every allocated row in one pass). The Hessian is exact for any n: where more
+  rows are quadratic, the buffer is summed again. The layout is kept."""
+  cp = dict(m.collision_pairs)
+  cp.pop('hessian_rows', None)
+  if n is not None:
+    cp['hessian_rows'] = int(n)
+  return m.replace(collision_pairs=cp)
+
+
+def hessian_rows(m: Model) -> int:
+  """Rows of Newton's compact Hessian buffer for this model (see with_hessian_rows)."""
+  return layout.hessian_rows(layout.layout_of(m).nefc, m.collision_pairs.get('hessian_rows'))
+
+
 def with_max_geom_pairs(m: Model, n: int | None) -> Model:
   """The model with n pairs per collider group through the collider each step (MJX's custom
   numeric max_geom_pairs; -1: every pair, exactly MuJoCo's contacts at any state; None:

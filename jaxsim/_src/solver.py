@@ -31,7 +31,7 @@ from jaxsim._src.enums import (
   DisableBit,
   SolverType,
 )
-from jaxsim._src.layout import RowClasses, layout_of, row_classes
+from jaxsim._src.layout import RowClasses, hessian_rows, layout_of, row_classes
 from jaxsim._src.math import safe_norm
 from jaxsim._src.types import Data, Model
 
@@ -170,14 +170,68 @@ def update_constraint(p: _Problem, r: RowClasses, jar: jax.Array, cone_hessian: 
   return _Update(force, state, cost, hc)
 
 
-def _hessian(p: _Problem, r: RowClasses, upd: _Update) -> jax.Array:
-  """Cholesky factor of H = M + J' D_quadratic J + cone Hessians (MakeHessian, HessianCone)."""
+def _ranked(count: jax.Array, start: jax.Array, k: int) -> jax.Array:
+  """Indices (k,) of the true entries of rank start .. start + k - 1 of a mask whose running
+  count (cumsum) is `count` (n,); n where there are fewer."""
+  want = start + jnp.arange(1, k + 1, dtype=count.dtype)
+  return jnp.searchsorted(count, want, side='left', method='scan_unrolled').astype(jnp.int32)
+
+
+def _hessian(p: _Problem, r: RowClasses, upd: _Update, rows: int | None = None) -> jax.Array:
+  """Cholesky factor of H = M + J' D_quadratic J + cone Hessians (MakeHessian, HessianCone).
+
+  rows: the compact buffer's size (layout.hessian_rows; None or nefc: every row at once). With
+  a buffer, the quadratic rows are gathered into it and summed `rows` at a time: one pass where
+  they fit, more (a while loop, run for the world with the most) where more rows are quadratic,
+  so H is always exact and costs what is quadratic, not what is allocated. Elliptic contacts in
+  their middle zone are summed rows // 6 at a time the same way.
+  """
   dq = jnp.where(upd.state == ConstraintState.QUADRATIC, p.D, 0.0)
-  h = p.M + p.J.T @ (dq[:, None] * p.J)
-  if len(r.con):
-    jc = _gather(p.J, r)
-    h = h + jnp.einsum('cin,cij,cjm->nm', jc, upd.hc, jc)
+  nefc = dq.shape[0]
+  compact = rows is not None and rows < nefc
+  if not compact:
+    h = p.M + p.J.T @ (dq[:, None] * p.J)
+  else:
+    h = _chunked(p.M, dq > 0, rows, lambda pick: _jdj(p.J, dq, pick))
+  nell = len(r.con)
+  if nell:
+    jc = _gather(p.J, r)  # (nell, 6, nv)
+    kc = min(nell, max(1, rows // 6)) if compact else nell
+    if kc < nell:
+      hc = upd.hc
+
+      def cones(pick):
+        jk = jnp.take(jc, pick, axis=0, mode='fill', fill_value=0)
+        hk = jnp.take(hc, pick, axis=0, mode='fill', fill_value=0)
+        return jnp.einsum('cin,cij,cjm->nm', jk, hk, jk)
+
+      h = _chunked(h, jnp.any(hc != 0, axis=(1, 2)), kc, cones)
+    else:
+      h = h + jnp.einsum('cin,cij,cjm->nm', jc, upd.hc, jc)
   return jnp.linalg.cholesky(h)
+
+
+def _jdj(J: jax.Array, dq: jax.Array, pick: jax.Array) -> jax.Array:
+  """J' D J over the rows `pick` (k,) of J (nefc, nv) and dq (nefc,); n (out of range) adds 0."""
+  jk = jnp.take(J, pick, axis=0, mode='fill', fill_value=0)
+  dk = jnp.take(dq, pick, mode='fill', fill_value=0)
+  return jk.T @ (dk[:, None] * jk)
+
+
+def _chunked(h: jax.Array, mask: jax.Array, k: int, term) -> jax.Array:
+  """h plus term(pick) over the true entries of mask (n,), k at a time: the first k in one pass,
+  the rest (where more than k are true) in a while loop."""
+  count = jnp.cumsum(mask.astype(jnp.int32))
+  h = h + term(_ranked(count, jnp.zeros((), jnp.int32), k))
+
+  def more(c):
+    return c[1] < count[-1]
+
+  def add(c):
+    h, start = c
+    return h + term(_ranked(count, start, k)), start + k
+
+  return jax.lax.while_loop(more, add, (h, jnp.asarray(k, jnp.int32)))[0]
 
 
 class _Line(NamedTuple):
@@ -561,6 +615,7 @@ class _Config(NamedTuple):
   iterations: int
   ls_iterations: int
   warmstart: bool
+  hessian_rows: int  # Newton's compact Hessian buffer (layout.hessian_rows)
 
 
 class _Path(NamedTuple):
@@ -636,7 +691,7 @@ def _primal(cfg: _Config, r: RowClasses, p: _Problem, x: _Path):
     upd = update_constraint(p, r, jaref, cfg.newton and cfg.ellipse)
     grad = ma - p.qfrc_smooth - p.J.T @ upd.force
     if cfg.newton:
-      mgrad = jax.scipy.linalg.cho_solve((_hessian(p, r, upd), True), grad)
+      mgrad = jax.scipy.linalg.cho_solve((_hessian(p, r, upd, cfg.hessian_rows), True), grad)
     else:
       mgrad = solve_m(grad)
     return upd, grad, mgrad
@@ -903,6 +958,7 @@ def solve(m: Model, d: Data, layout: Any = None) -> Data:
     iterations=int(m.opt.iterations),
     ls_iterations=int(m.opt.ls_iterations),
     warmstart=not m.opt.disableflags & DisableBit.WARMSTART,
+    hessian_rows=hessian_rows(nefc, m.collision_pairs.get('hessian_rows')),
   )
   p = problem(d, r)
   islands = not m.opt.disableflags & DisableBit.ISLAND

@@ -28,6 +28,7 @@ from jaxsim._src.collision import support as sp
 from jaxsim._src.collision.geom import NO_CONTACT, Contacts, GeomInfo, mesh_graph_arrays
 from jaxsim._src.enums import MINMU, MINVAL, DisableBit, EnableBit, GeomType, WarningType
 from jaxsim._src.layout import Budget, layout_of, pair_condim, supported
+from jaxsim._src.math import smallest
 from jaxsim._src.types import Data, Model
 
 
@@ -331,8 +332,7 @@ def _compact(
     keep = active
     if k < n:
       # more active contacts than slots: keep the k deepest (ties: the first in slot order)
-      kth = -jax.lax.top_k(-dist, k)[0][k - 1]
-      keep = active & (dist <= kth)
+      keep = active & smallest(dist, k)
       overflow |= jnp.sum(active) > k
     rank = jnp.cumsum(keep).astype(jnp.int32) - 1
     tgt = jnp.where(keep & (rank < k), rank, k)
