@@ -39,6 +39,7 @@ from _states import cached_states, suite_names, summary  # noqa: E402
 from throughput import (  # noqa: E402
   HERE,
   RESULT_TAG,
+  failed_lines,
   gpu_table,
   resolve_model,
 )
@@ -264,14 +265,7 @@ def main(argv: list[str] | None = None) -> int:
     '',
     gpu_table(results),
   ]
-  notes = [
-    f'- {r["label"]} batch {r["batch"]} {r["engine"]}: {r.get("status")} ({r.get("reason")})'
-    for r in results
-    if r.get('status') != 'ok'
-  ]
-  if notes:
-    lines += ['', 'Runs without a result:', *notes]
-  md = '\n'.join(lines) + '\n'
+  md = '\n'.join(lines + failed_lines(results)) + '\n'
   doc = {'command': command, 'started': started.isoformat(), 'probe': probe, 'results': results}
   folders = [args.out] + ([os.environ['OUT']] if os.environ.get('OUT') else [])
   for folder in folders:

@@ -625,6 +625,8 @@ def resolve_model(name: str, scenes: str | None = None) -> tuple[str, str]:
 
 def _user_xla_flags() -> str:
   """XLA_FLAGS as set before jaxsim's import added its own (which MJX may not get)."""
+  # jaxsim is imported here and in the driver's other helpers, not at the top: this file also
+  # runs as the MJX worker, in a Python that has no jaxsim (and must not get its XLA settings)
   from jaxsim._src.xla import USER_FLAGS
 
   return USER_FLAGS
@@ -770,20 +772,37 @@ def throughput_table(results: list[dict], threads: int) -> str:
     j = index.get((label, batch, 'jaxsim'))
     x = index.get((label, batch, 'mjx'))
     c = index.get((label, batch, 'mujoco'))
-    nan = '/'.join(
-      '' if r is None or r.get('status') != 'ok' else ('yes' if r.get('nan') else 'no')
-      for r in (j, x, c)
-    )
-    lines.append(
-      f'| {label} | {batch} | {_contacts(j, x, c)} | {_fmt_rate(j)} | {_fmt_rate(x)} | '
-      f'{_fmt_rate(c)} | {_fmt_rate(c, "steps_per_s_mt")} | '
-      f'{_ratio(_ok(j, "steps_per_s"), _ok(x, "steps_per_s"))} | '
-      f'{_ratio(_ok(j, "steps_per_s"), _ok(c, "steps_per_s"))} | '
-      f'{_fmt_num(_compile(j))} | {_fmt_num(_compile(x))} | '
-      f'{_fmt_bytes(_per_world(j))} | {_fmt_bytes(_per_world(x))} | {_trips(j)} | {_trips(x)} | '
-      f'{_kernels(j)} | {_kernels(x)} | {nan} | {_loads(j, x, c)} |'
-    )
+    cells = [label, batch, _contacts(j, x, c), _fmt_rate(j), _fmt_rate(x), _fmt_rate(c)]
+    cells += [_fmt_rate(c, 'steps_per_s_mt'), _ratio(_ok(j, 'steps_per_s'), _ok(x, 'steps_per_s'))]
+    cells += [_ratio(_ok(j, 'steps_per_s'), _ok(c, 'steps_per_s'))]
+    cells += _jax_cells(j, x) + [_nan_cell(j, x, c), _loads(j, x, c)]
+    lines.append(_md_row(cells))
   return '\n'.join(lines)
+
+
+def _nan_cell(*runs: dict | None) -> str:
+  """'no', 'yes' or '' (no result) per engine run, joined by '/'."""
+  return '/'.join(
+    '' if r is None or r.get('status') != 'ok' else ('yes' if r.get('nan') else 'no') for r in runs
+  )
+
+
+def _jax_cells(j: dict | None, x: dict | None) -> list[str]:
+  """The JAX engines' columns shared by both tables: compile s, mem/world, trips, kernels."""
+  return [
+    _fmt_num(_compile(j)),
+    _fmt_num(_compile(x)),
+    _fmt_bytes(_per_world(j)),
+    _fmt_bytes(_per_world(x)),
+    _trips(j),
+    _trips(x),
+    _kernels(j),
+    _kernels(x),
+  ]
+
+
+def _md_row(cells: list) -> str:
+  return '| ' + ' | '.join(str(v) for v in cells) + ' |'
 
 
 def gpu_table(results: list[dict]) -> str:
@@ -799,17 +818,10 @@ def gpu_table(results: list[dict]) -> str:
   for label, batch in keys:
     j = index.get((label, batch, 'jaxsim'))
     x = index.get((label, batch, 'mjx'))
-    nan = '/'.join(
-      '' if r is None or r.get('status') != 'ok' else ('yes' if r.get('nan') else 'no')
-      for r in (j, x)
-    )
-    lines.append(
-      f'| {label} | {batch} | {_contacts(j, x)} | {_fmt_rate(j)} | {_fmt_rate(x)} | '
-      f'{_ratio(_ok(j, "steps_per_s"), _ok(x, "steps_per_s"))} | '
-      f'{_fmt_num(_compile(j))} | {_fmt_num(_compile(x))} | '
-      f'{_fmt_bytes(_per_world(j))} | {_fmt_bytes(_per_world(x))} | {_trips(j)} | {_trips(x)} | '
-      f'{_kernels(j)} | {_kernels(x)} | {nan} |'
-    )
+    cells = [label, batch, _contacts(j, x), _fmt_rate(j), _fmt_rate(x)]
+    cells += [_ratio(_ok(j, 'steps_per_s'), _ok(x, 'steps_per_s'))]
+    cells += _jax_cells(j, x) + [_nan_cell(j, x)]
+    lines.append(_md_row(cells))
   return '\n'.join(lines)
 
 
@@ -1191,14 +1203,17 @@ def _markdown(args, probe: dict, started, results: list[dict]) -> str:
       '',
       scaling,
     ]
+  return '\n'.join(lines + failed_lines(results)) + '\n'
+
+
+def failed_lines(results: list[dict]) -> list[str]:
+  """Markdown lines naming the runs without a result and why (none when every run has one)."""
   notes = [
     f'- {r["label"]} batch {r["batch"]} {r["engine"]}: {r.get("status")} ({r.get("reason")})'
     for r in results
     if r.get('status') != 'ok'
   ]
-  if notes:
-    lines += ['', 'Runs without a result:', *notes]
-  return '\n'.join(lines) + '\n'
+  return ['', 'Runs without a result:', *notes] if notes else []
 
 
 def _write(path: str, args, probe: dict, started, results: list[dict]) -> None:
