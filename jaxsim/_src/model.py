@@ -112,9 +112,9 @@ def with_ncon_max(m: Model, n: int | None) -> Model:
 
 def with_hessian_rows(m: Model, n: int | None) -> Model:
   """The model with Newton's Hessian summed n quadratic constraint rows at a time (the size of
-  its compact row buffer, layout.hessian_rows; None: the default, a quarter of the rows and at
-  least 64; -1: every allocated row in one pass). The Hessian is exact for any n: where more
-  rows are quadratic, the buffer is summed again. The layout is kept."""
+  its compact row buffer, layout.hessian_rows; None: the default, max(32, nv) rows where the
+  layout has more than 64; -1: every allocated row in one pass). The Hessian is exact for any
+  n: where more rows are quadratic, the buffer is summed again. The layout is kept."""
   cp = dict(m.collision_pairs)
   cp.pop('hessian_rows', None)
   if n is not None:
@@ -124,7 +124,8 @@ def with_hessian_rows(m: Model, n: int | None) -> Model:
 
 def hessian_rows(m: Model) -> int:
   """Rows of Newton's compact Hessian buffer for this model (see with_hessian_rows)."""
-  return layout.hessian_rows(layout.layout_of(m).nefc, m.collision_pairs.get('hessian_rows'))
+  lay = layout.layout_of(m)
+  return layout.hessian_rows(lay.nefc, m.nv, m.collision_pairs.get('hessian_rows'))
 
 
 def with_max_geom_pairs(m: Model, n: int | None) -> Model:

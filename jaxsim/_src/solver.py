@@ -701,7 +701,10 @@ def _primal(cfg: _Config, r: RowClasses, p: _Problem, x: _Path):
     its terms (M qacc, qfrc_smooth and J' force, these summed from the rows' J_ij force_i)."""
     ok = scale * norm(grad) < tol
     if rounding:
-      terms = jnp.abs(ma) + jnp.abs(p.qfrc_smooth) + jnp.abs(p.J).T @ jnp.abs(force)
+      # |J|' |force| as one fused reduction of |J_ij force_i|: |J| alone is loop-invariant, and
+      # XLA would store it for a matmul, a temporary as large as J (the same time, less memory)
+      jf = jnp.sum(jnp.abs(p.J * force[:, None]), axis=0)
+      terms = jnp.abs(ma) + jnp.abs(p.qfrc_smooth) + jf
       ok = ok | (norm(grad) < rounding * norm(terms))
     return ok
 
@@ -958,7 +961,7 @@ def solve(m: Model, d: Data, layout: Any = None) -> Data:
     iterations=int(m.opt.iterations),
     ls_iterations=int(m.opt.ls_iterations),
     warmstart=not m.opt.disableflags & DisableBit.WARMSTART,
-    hessian_rows=hessian_rows(nefc, m.collision_pairs.get('hessian_rows')),
+    hessian_rows=hessian_rows(nefc, nv, m.collision_pairs.get('hessian_rows')),
   )
   p = problem(d, r)
   islands = not m.opt.disableflags & DisableBit.ISLAND
