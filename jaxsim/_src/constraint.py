@@ -185,9 +185,18 @@ class RowBuffer:
       v = jnp.broadcast_to(jnp.asarray(v, dtype), rows.shape + tail)
       self.parts[name].append((rows.reshape(-1), v.reshape((-1,) + tail)))
 
-  def get(self, name: str) -> jax.Array:
-    """The field over all rows, zero (False) where no kind set it."""
+  def get(self, name: str, mask: jax.Array | None = None) -> jax.Array:
+    """The field over all rows, zero (False) where no kind set it, and where `mask` (nefc,) is
+    False (applied to each part before they are joined: no unmasked copy of a (nefc, nv) field
+    is stored)."""
     tail = (self.nv,) if name == 'j' else self.SHAPES[name]
+
+    def masked(v, rows):
+      if mask is None:
+        return v
+      keep = mask[rows].reshape(rows.shape + (1,) * len(tail))
+      return jnp.where(keep, v, jnp.zeros((), v.dtype))
+
     dtype = bool if name == 'active' else self.dtype
     parts = self.parts[name]
     if not parts:
@@ -203,9 +212,12 @@ class RowBuffer:
           runs.append((int(r[lo]), k, int(lo), int(hi)))
       if len(runs) <= self.MAX_RUNS:
         runs.sort()
-        pieces = [parts[k][1][lo:hi] for _, k, lo, hi in runs]
+        pieces = [
+          masked(parts[k][1][lo:hi], np.arange(start, start + hi - lo))
+          for start, k, lo, hi in runs
+        ]
         return pieces[0] if len(pieces) == 1 else jnp.concatenate(pieces)
-    vals = jnp.concatenate([p[1] for p in parts])
+    vals = masked(jnp.concatenate([p[1] for p in parts]), rows)
     return jnp.zeros((self.nefc,) + tail, dtype).at[rows].set(vals, unique_indices=True)
 
 
@@ -563,7 +575,7 @@ def make_constraint(m: Model, d: Data) -> Data:
     mu=mu,
   )
   return d.replace(
-    efc_J=r.get('j') * act[:, None],
+    efc_J=r.get('j', mask=act),
     efc_pos=on(r.get('pos')),
     efc_margin=on(r.get('margin')),
     efc_frictionloss=on(r.get('frictionloss')),
