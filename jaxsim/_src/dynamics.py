@@ -117,7 +117,8 @@ def factor_ld(qm: jax.Array) -> tuple[jax.Array, jax.Array]:
   us/world, LAPACK's Cholesky 1.7).
 
   Arguments:
-    qm: (n, n) symmetric matrix.
+    qm: (n, n) symmetric matrix; only its lower triangle is read (as MuJoCo stores it), so a
+      gradient with respect to qm lands there.
   Returns:
     qLD (n, n): D on the diagonal, L strictly below it, zero above (MuJoCo's qLD values, dense);
     clamped: () bool, some pivot was below MINVAL (mjWARN_INERTIA).
