@@ -443,11 +443,12 @@ def _dense_ten_j(mujoco, m, d) -> np.ndarray:
   return out
 
 
-def _cholesky(qm: np.ndarray) -> np.ndarray:
-  try:
-    return np.linalg.cholesky(qm)
-  except np.linalg.LinAlgError:
-    return np.zeros_like(qm)
+def _dense_qld(mujoco, m, d) -> np.ndarray:
+  """MuJoCo's qLD (L'DL factor of M on M's compressed rows) as jaxsim's dense (nv, nv) qLD."""
+  out = np.zeros((m.nv, m.nv))
+  if m.nv:
+    mujoco.mju_sparse2dense(out, d.qLD, m.M_rownnz, m.M_rowadr, m.M_colind)
+  return out
 
 
 def put_data(
@@ -467,10 +468,9 @@ def put_data(
   Copied: the state (time, qpos, qvel, act, ctrl, qacc_warmstart, qfrc_applied, xfrc_applied,
   mocap_pos, mocap_quat, eq_active), qacc, and every derived array jaxsim shares with MuJoCo
   (frames, com quantities, tendons, actuators, forces, sensordata, energy), sparse ones made dense
-  (qM from MuJoCo's M, ten_J, actuator_moment; qLD is the Cholesky factor of qM, as jaxsim keeps
-  it) and
-  warning counts. Not copied: MuJoCo's contacts and constraint rows (variable-size there, fixed
-  slots here): the Data has empty slots until the next forward or step fills them.
+  (qM from MuJoCo's M, qLD from MuJoCo's qLD, ten_J, actuator_moment) and warning counts. Not
+  copied: MuJoCo's contacts and constraint rows (variable-size there, fixed slots here): the
+  Data has empty slots until the next forward or step fills them.
 
   Arguments:
     m: the mujoco.MjModel.
@@ -501,7 +501,7 @@ def put_data(
   if m.nv:
     mujoco.mju_sym2dense(qm, d.M, m.M_rownnz, m.M_rowadr, m.M_colind)
   changes['qM'] = jnp.asarray(qm, dtype)
-  changes['qLD'] = jnp.asarray(_cholesky(qm), dtype)
+  changes['qLD'] = jnp.asarray(_dense_qld(mujoco, m, d), dtype)
   changes['ten_J'] = jnp.asarray(_dense_ten_j(mujoco, m, d), dtype)
   changes['actuator_moment'] = jnp.asarray(_dense_moment(mujoco, m, d), dtype)
   nwarn = out.warning.shape[0]
@@ -533,10 +533,14 @@ def _get_one(mujoco, m, d, result) -> None:
     target[...] = v.reshape(target.shape)
   if m.nv:
     # MuJoCo 4 keeps qM as M, its lower triangle in compressed rows (M_rowadr, M_colind), and
-    # factorizes it as L'DL: mj_factorM makes qLD and qLDiagInv from M
+    # its L'DL factor qLD on the same rows (jaxsim's qLD holds the same values, dense)
     qm = np.asarray(d.qM, dtype=np.float64)
     result.M[:] = _sparse_from_dense(qm, m.M_rownnz, m.M_rowadr, m.M_colind, len(result.M))
-    mujoco.mj_factorM(m, result)
+    qld = np.asarray(d.qLD, dtype=np.float64)
+    result.qLD[:] = _sparse_from_dense(qld, m.M_rownnz, m.M_rowadr, m.M_colind, len(result.qLD))
+    diag = np.diagonal(qld)
+    # qLDiagInv = 1 / D; a Data never factorized (make_data) has D = 0 and MuJoCo's reset 0
+    result.qLDiagInv[:] = np.divide(1.0, diag, out=np.zeros_like(diag), where=diag != 0)
   if m.ntendon:
     ten_j = np.asarray(d.ten_J, dtype=np.float64)
     size = len(result.ten_J)
@@ -585,8 +589,8 @@ def get_data_into(result, m, d: Data, keepalive_refs: dict | None = None) -> Non
   """Writes a jaxsim.Data into an existing mujoco.MjData, or a batched one into a list of them
   (mjx.get_data_into).
 
-  Written: the state, qacc and every derived array MuJoCo shares with jaxsim (qM, qLD via
-  mj_factorM, ten_J and actuator_moment in MuJoCo's sparse forms), the contacts (the active slots,
+  Written: the state, qacc and every derived array MuJoCo shares with jaxsim (qM, qLD with
+  qLDiagInv, ten_J and actuator_moment in MuJoCo's sparse forms), the contacts (the active slots,
   in MuJoCo's order) and warning counts. Not written: constraint rows (nefc is 0 and the contacts'
   efc_address -1; mujoco.mj_forward on the result recomputes them).
 

@@ -208,8 +208,9 @@ def test_describe_warnings_names_what_mujoco_counted():
 
 
 # MJX's actuator/general_dyntype.xml (tests/assets): slide4's axis (1 1 0) is slide1 + slide2, so
-# qM is singular (no armature). MuJoCo's L'DL (leaf to root) clamps the zero pivot to mjMINVAL
-# and returns qacc of 1e13-1e15 (finite), which mj_checkAcc then resets in mj_step.
+# qM is singular (no armature). MuJoCo's L'DL (leaf to root) clamps the zero pivot to mjMINVAL,
+# counts mjWARN_INERTIA and returns qacc of 1e13-1e15 (finite), which mj_checkAcc then resets in
+# mj_step. jaxsim's factor_m is the same factorization, clamp and count included.
 DYNTYPE = 'tests/assets/general_dyntype.xml'
 
 
@@ -233,7 +234,7 @@ def _put(d, md):
 
 
 def test_singular_inertia_step_resets_as_mujoco():
-  """The step: MuJoCo's huge qacc and jaxsim's NaN both reset the world with mjWARN_BADQACC."""
+  """The step: the huge qacc of the clamped pivot resets the world with mjWARN_BADQACC."""
   m = jaxsim.load(DYNTYPE)
   d0 = jaxsim.make_data(m)
   step = jax.jit(jaxsim.step)
@@ -245,18 +246,47 @@ def test_singular_inertia_step_resets_as_mujoco():
     np.testing.assert_array_equal(np.asarray(d.qpos), mj.qpos0)  # reset (MuJoCo is one step on)
 
 
-@pytest.mark.xfail(
-  strict=True,
-  reason='dense LAPACK Cholesky of a singular qM gives NaN; MuJoCo clamps the pivot in its '
-  "leaf-to-root L'DL order. Needs qLD in that order and every M^-1 solve through "
-  'dynamics.solve_m (solver.py, pgs.py, noslip.py): issue 36',
-)
+def _dense_qld(mj, md) -> np.ndarray:
+  out = np.zeros((mj.nv, mj.nv))
+  mujoco.mju_sparse2dense(out, md.qLD, mj.M_rownnz, mj.M_rowadr, mj.M_colind)
+  return out
+
+
 def test_singular_inertia_forward_gives_mujocos_finite_qacc():
+  """MuJoCo's clamped factor (D = mjMINVAL at dof 0), its mjWARN_INERTIA and its finite qacc."""
   m = jaxsim.load(DYNTYPE)
   d0 = jaxsim.make_data(m)
   fwd = jax.jit(jaxsim.forward)
   for mj, md in _dyntype_states():
     d = fwd(m, _put(d0, md))
     mujoco.mj_forward(mj, md)
+    assert md.warning[WarningType.INERTIA].number == 1
+    assert int(d.warning[WarningType.INERTIA]) == 1
+    # MuJoCo's operations in MuJoCo's order: the same factor (the suite rounds as MuJoCo)
+    np.testing.assert_array_equal(np.asarray(d.qLD), _dense_qld(mj, md))
     assert np.isfinite(md.qacc).all() and np.abs(md.qacc).max() > 1e10
-    assert_close('qacc', d.qacc, md.qacc, rtol=1e-6, atol=0)
+    # qacc is round-off over mjMINVAL, so only a factor that rounds as MuJoCo's gets its digits
+    assert_close('qacc', d.qacc, md.qacc, rtol=1e-9, atol=0)
+
+
+def test_two_clamped_pivots_count_one_inertia_warning():
+  """Two redundant slides: MuJoCo clamps both pivots and counts mjWARN_INERTIA once per
+  factorization (per forward), not per pivot."""
+  xml = """<mujoco><worldbody><body>
+    <joint type="slide" axis="1 0 0"/><joint type="slide" axis="0 1 0"/>
+    <joint type="slide" axis="0 0 1"/><joint type="slide" axis="1 1 0"/>
+    <joint type="slide" axis="0 1 1"/><geom type="box" size=".05 .05 .05" mass="1"/>
+  </body></worldbody></mujoco>"""
+  mj = mujoco.MjModel.from_xml_string(xml)
+  md = mujoco.MjData(mj)
+  mujoco.mj_forward(mj, md)
+  m = jaxsim.load_string(xml)
+  d = jax.jit(jaxsim.forward)(m, jaxsim.make_data(m))
+  qld = _dense_qld(mj, md)
+  np.testing.assert_array_equal(np.diagonal(qld)[:2], 1e-15)  # both clamped to mjMINVAL
+  assert md.warning[WarningType.INERTIA].number == 1
+  np.testing.assert_array_equal(np.asarray(d.warning), [w.number for w in md.warning])
+  # L over the clamped pivots is round-off / mjMINVAL (MuJoCo's L[1, 0] is 0; an elimination in
+  # another order gave 0.11): equal only in MuJoCo's order of operations
+  np.testing.assert_array_equal(np.asarray(d.qLD), qld)
+  assert_close('qacc', d.qacc, md.qacc, rtol=1e-9, atol=0)

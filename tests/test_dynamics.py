@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 import jaxsim
+from jaxsim._src import dynamics
 from jaxsim._src.collision import driver
 from tests import oracle
 from tests.models import dm_control_suite, model_id
@@ -121,3 +122,33 @@ def _assert_contacts_match(what: str, c, t: int, theirs) -> None:
     k = same[np.argmin(np.abs(p[same] - pos[i]).max(axis=1))]
     err = max(abs(d[k] - dist[i]), np.abs(p[k] - pos[i]).max(), np.abs(n[k] - normal[i]).max())
     assert err < 1e-5, f'{what}: contact {i} {tuple(geom[i])} differs by {err:.1e}'
+
+
+# MuJoCo's L'DL factor of M (mj_factorM): trees with balls and a free joint, branches, tendons
+LD_MODELS = [
+  p for p in MODELS if os.path.basename(p) in {'humanoid.xml', 'humanoid_CMU.xml', 'quadruped.xml'}
+]
+
+
+@pytest.mark.parametrize('path', LD_MODELS, ids=model_id)
+def test_factor_m_is_mujocos_qld(path):
+  """factor_ld of MuJoCo's M holds MuJoCo's qLD values (D on the diagonal, L below), zero off
+  M's sparsity, and solve_ld is mj_solveM, for one and several right-hand sides."""
+  mj = mujoco.MjModel.from_xml_path(path)
+  md, rng = _rollout_state(mj, 1)
+  mujoco.mj_forward(mj, md)
+  nv = mj.nv
+  qm, theirs = np.zeros((nv, nv)), np.zeros((nv, nv))
+  mujoco.mj_fullM(mj, md, qm)
+  mujoco.mju_sparse2dense(theirs, md.qLD, mj.M_rownnz, mj.M_rowadr, mj.M_colind)
+  qld, clamped = jax.jit(dynamics.factor_ld)(qm)
+  assert not bool(clamped)
+  oracle.assert_close('qLD', qld, theirs, rtol=1e-12)
+  # a tree has no fill-in: L is exactly zero wherever M is
+  np.testing.assert_array_equal(np.asarray(qld)[theirs == 0], 0.0)
+  x = rng.normal(size=(nv, 3))
+  want = np.zeros((3, nv))
+  mujoco.mj_solveM(mj, md, want, np.ascontiguousarray(x.T))
+  solve = jax.jit(dynamics.solve_ld)
+  oracle.assert_close('M^-1 x', solve(qld, x), want.T, rtol=1e-12)
+  oracle.assert_close('M^-1 x[:, 0]', solve(qld, x[:, 0]), want[0], rtol=1e-12)

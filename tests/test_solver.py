@@ -233,6 +233,8 @@ def problem(mj: mujoco.MjModel, md: mujoco.MjData, seed: int = 0, pad: bool = Tr
   j = md.efc_J.reshape(nefc, nv)
   qm = np.zeros((nv, nv))
   mujoco.mj_fullM(mj, md, qm)
+  qld = np.zeros((nv, nv))  # MuJoCo's L'DL factor, dense as jaxsim keeps it
+  mujoco.mju_sparse2dense(qld, md.qLD, mj.M_rownnz, mj.M_rowadr, mj.M_colind)
   ncs = ncon + pad
   fric = np.abs(rng.normal(size=(ncs, 5)))
   fric[:ncon] = md.contact.friction[:ncon]
@@ -255,7 +257,7 @@ def problem(mj: mujoco.MjModel, md: mujoco.MjData, seed: int = 0, pad: bool = Tr
     efc_type=layout.type,
     efc_id=layout.id,
     qM=qm,
-    qLD=np.linalg.cholesky(qm),
+    qLD=qld,
     qfrc_smooth=md.qfrc_smooth.copy(),
     qacc_smooth=md.qacc_smooth.copy(),
     qacc_warmstart=md.qacc_warmstart.copy(),

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
-import jax.scipy.linalg as jsl
 import numpy as np
 
 from jaxsim._src import math
@@ -74,18 +73,113 @@ def crb(m: Model, d: Data) -> Data:
   return d.replace(qM=qm)
 
 
+def _eliminate(a: jax.Array, lo: int, clamped: jax.Array) -> tuple[jax.Array, jax.Array]:
+  """Rows k = n-1 .. lo of factor_ld's elimination on a (n, n) (rows > n-1 done before)."""
+  n = a.shape[0]
+  idx = jnp.arange(n)
+
+  def row(t, carry):
+    a, clamped = carry  # rows > k: factor rows; rows <= k: M with the updates of rows > k
+    k = n - 1 - t
+    ak = a[k]
+    piv = ak[k]
+    small = piv < MINVAL
+    piv = jnp.where(small, MINVAL, piv)
+    below = idx < k
+    lrow = jnp.where(below, ak * (1 / piv), 0.0)  # L[k, :k] (MuJoCo: times qLDiagInv)
+    # rows i < k: A[i, :] += A[k, :] * -L[k, i]; the other rows as they are (no 0 * inf)
+    a = jnp.where(below[:, None], a + ak[None, :] * (-lrow)[:, None], a)
+    a = a.at[k].set(jnp.where(below, lrow, jnp.where(idx == k, piv, 0.0)))
+    return a, clamped | small
+
+  return jax.lax.fori_loop(0, n - lo, row, (a, clamped))
+
+
+def factor_ld(qm: jax.Array) -> tuple[jax.Array, jax.Array]:
+  """MuJoCo's L'DL factorization of an inertia-like matrix (mj_factorI), dense.
+
+  qm = L' D L with L unit lower triangular, eliminated as MuJoCo does from the last dof to the
+  first (leaf to root), so that a tree's sparsity has no fill-in and the pivots are MuJoCo's. A
+  pivot below MINVAL (a singular or near-singular qm: redundant joints without armature) is set
+  to MINVAL, as MuJoCo 4 does, so that the solves stay finite; a NaN pivot is left NaN (the test
+  is false for NaN, as MuJoCo's).
+
+  MuJoCo's right-looking elimination, operation for operation: row k scaled by 1 / D_k, and
+  every row i < k updated by A[i, :] += A[k, :] * -(A[k, i] / D_k), the updates of an entry in
+  MuJoCo's order (k descending), so the factor rounds as MuJoCo's (bit for bit on a CPU without
+  FMA contraction, `configure_cpu(mujoco_rounding=True)`). That matters where a pivot is clamped:
+  the row over it is round-off divided by MINVAL, and a left-looking order (one product per row,
+  half the memory traffic) gave L entries of 0.1 where MuJoCo's are 0. fori_loops over the rows:
+  they vectorise over a batch and are differentiable, and they are no LAPACK call (see
+  xla.REQUIRED_ENV for why that matters on the CPU). The rows go in chunks of halving size, each
+  chunk's loop on the leading block its rows still update (rows >= the chunk's end are final):
+  0.6x the memory traffic of one loop on the whole matrix (humanoid, batch 1024: 8.0 -> 5.4
+  us/world, LAPACK's Cholesky 1.7).
+
+  Arguments:
+    qm: (n, n) symmetric matrix; only its lower triangle is read (as MuJoCo stores it), so a
+      gradient with respect to qm lands there.
+  Returns:
+    qLD (n, n): D on the diagonal, L strictly below it, zero above (MuJoCo's qLD values, dense);
+    clamped: () bool, some pivot was below MINVAL (mjWARN_INERTIA).
+  """
+  n = qm.shape[0]
+  bounds = [n]  # chunk ends: n, n/2, n/4, ... while the block is 8 or more, then 0 (log2 n)
+  while bounds[-1] >= 8:
+    bounds.append(bounds[-1] // 2)
+  bounds.append(0)
+  clamped = jnp.zeros((), bool)
+  blocks = []
+  a = qm
+  for lo in bounds[1:]:
+    a, clamped = _eliminate(a, lo, clamped)
+    blocks.append(a)
+    a = a[:lo, :lo]  # what rows < lo still update
+  out = blocks[-1]
+  for block in reversed(blocks[:-1]):
+    out = block.at[: out.shape[0], : out.shape[0]].set(out)
+  return jnp.tril(out), clamped
+
+
+def solve_ld(qld: jax.Array, x: jax.Array) -> jax.Array:
+  """(L' D L)^-1 x from a factor made by factor_ld (mj_solveLD), dense.
+
+  The same passes as MuJoCo: x <- L'^-1 x (last row to first), x <- D^-1 x, x <- L^-1 x (first
+  row to last), each a fori_loop over the rows (no LAPACK call).
+
+  Arguments:
+    qld: (n, n) factor from factor_ld (D on the diagonal, L strictly below).
+    x: (n,) or (n, k) right-hand sides.
+  Returns:
+    (n,) or (n, k), the shape of x.
+  """
+  n = qld.shape[0]
+  if not n:
+    return x
+  shape = x.shape
+  x = x.reshape(n, -1)
+  low = jnp.tril(qld, -1)
+
+  def back(t, x):  # x[j] -= L[i, j] x[i] for j < i
+    i = n - 1 - t
+    return x - low[i][:, None] * x[i][None, :]
+
+  def fwd(i, x):  # x[i] -= sum_j L[i, j] x[j] for j < i
+    return x.at[i].add(-(low[i] @ x))
+
+  x = jax.lax.fori_loop(0, n, back, x)
+  x = x * (1 / jnp.diagonal(qld))[:, None]
+  x = jax.lax.fori_loop(0, n, fwd, x)
+  return x.reshape(shape)
+
+
 def factor_m(m: Model, d: Data) -> Data:
-  """Cholesky factor of qM, lower triangular, in qLD (mj_factorM; dense, not MuJoCo's layout)."""
+  """MuJoCo's L'DL factor of qM in qLD, D on the diagonal and L below (mj_factorM); counts
+  mjWARN_INERTIA (once per factorization, as MuJoCo) where a pivot was clamped to MINVAL."""
   if not m.nv:
     return d
-  qld = jnp.linalg.cholesky(d.qM)
-  # MuJoCo 4 clamps L'DL pivots below mjMINVAL and counts mjWARN_INERTIA (0); a dense Cholesky
-  # of a singular M (redundant joints, no armature) has no pivot to clamp and leaves NaN (as
-  # MJX does), so only the warning is mirrored
-  # (a NaN qM, from a NaN qpos, is not counted: MuJoCo's pivot test is false for NaN)
-  piv = jnp.diagonal(qld)
-  singular = jnp.any(piv**2 < MINVAL) | (jnp.all(jnp.isfinite(d.qM)) & ~jnp.all(jnp.isfinite(piv)))
-  warning = d.warning.at[0].add(singular.astype(d.warning.dtype))
+  qld, clamped = factor_ld(d.qM)
+  warning = d.warning.at[0].add(clamped.astype(d.warning.dtype))
   return d.replace(qLD=qld, warning=warning)
 
 
@@ -93,7 +187,7 @@ def solve_m(m: Model, d: Data, x: jax.Array) -> jax.Array:
   """M^-1 x for x (nv,) or (nv, n), using the factor in qLD (mj_solveM)."""
   if not m.nv:
     return x
-  return jsl.cho_solve((d.qLD, True), x)
+  return solve_ld(d.qLD, x)
 
 
 def rne(m: Model, d: Data, flg_acc: bool = False) -> jax.Array:

@@ -23,6 +23,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxsim._src import dynamics
 from jaxsim._src.enums import MINVAL, ConstraintState, ConstraintType
 
 # mjtConstraint, mjtConstraintState
@@ -230,7 +231,7 @@ def solve(
 ) -> tuple[jax.Array, jax.Array]:
   """efc_force (nefc,) after at most `iterations` noslip sweeps, and the most sweeps of an island.
 
-  J (nefc, nv), qLD the Cholesky factor of M (nv, nv), force the main solver's efc_force,
+  J (nefc, nv), qLD M's L'DL factor (nv, nv: factor_ld), force the main solver's efc_force,
   slot_friction (ncon, 5) contact friction per slot. With `label` (nefc,), the island of each
   row, each island stops on its own (mj_solNoSlip_island) when its improvement, scaled by its
   entry of `scale` (nisland,), is below `tolerance` (opt.noslip_tolerance); without, one island.
@@ -239,7 +240,7 @@ def solve(
   nblk = blk.rows.shape[0]
   if nblk == 0 or iterations <= 0:
     return force, jnp.zeros((), jnp.int32)
-  W = jax.scipy.linalg.cho_solve((qLD, True), J.T).T  # rows of J M^-1, (nefc, nv)
+  W = dynamics.solve_ld(qLD, J.T).T  # rows of J M^-1, (nefc, nv)
   if slot_friction.shape[0]:
     fric_b = slot_friction[blk.slot]  # (nblk, 5)
   else:

@@ -32,7 +32,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxsim._src import noslip
+from jaxsim._src import dynamics, noslip
 from jaxsim._src.enums import MINVAL, ConstraintType, EqType, ObjType
 from jaxsim._src.types import Model
 
@@ -267,7 +267,7 @@ def solve(
 ) -> tuple[jax.Array, jax.Array]:
   """efc_force (nefc,) after PGS from `force` (the warm start), and the most sweeps of an island.
 
-  J (nefc, nv), qLD the Cholesky factor of M (nv, nv); ell_fric (nell, 5) the
+  J (nefc, nv), qLD the L'DL factor of M (nv, nv, dynamics.factor_ld); ell_fric (nell, 5) the
   elliptic contacts' cone (zero beyond condim - 1); label (nefc,) island of each row (< ntree
   or 0); inertia (nisl,) the improvement scale's inertia of each island.
   """
@@ -277,7 +277,7 @@ def solve(
   nisl = max(blk.ntree, 1)
   if nblk == 0 or iterations <= 0:
     return force, jnp.zeros((), jnp.int32)
-  W = jax.scipy.linalg.cho_solve((qLD, True), J.T).T  # rows of J M^-1, (nefc, nv)
+  W = dynamics.solve_ld(qLD, J.T).T  # rows of J M^-1, (nefc, nv)
   ardiag = jnp.sum(J * W, axis=1) + R
   arinv = 1.0 / jnp.where(active, ardiag, 1.0)
   pad_r = jnp.zeros((1, nv), dtype)

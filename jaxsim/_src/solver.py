@@ -23,7 +23,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxsim._src import noslip, pgs
+from jaxsim._src import dynamics, noslip, pgs
 from jaxsim._src.enums import (
   MINVAL,
   ConeType,
@@ -621,7 +621,7 @@ class _Config(NamedTuple):
 class _Path(NamedTuple):
   """Inputs that choose the path to the solution but not the solution itself."""
 
-  qLD: jax.Array  # (nv, nv) Cholesky factor of M (CG preconditioner, start test)
+  qLD: jax.Array  # (nv, nv) L'DL factor of M, dynamics.factor_ld (CG preconditioner, start test)
   qacc_warmstart: jax.Array  # (nv,)
   tolerance: jax.Array
   ls_tolerance: jax.Array
@@ -666,7 +666,7 @@ def _primal(cfg: _Config, r: RowClasses, p: _Problem, x: _Path):
   scale = 1.0 / jnp.where(empty, 1.0, x.inertia)
 
   def solve_m(v):
-    return jax.scipy.linalg.cho_solve((x.qLD, True), v)  # dynamics.solve_m
+    return dynamics.solve_ld(x.qLD, v)
 
   def gauss(qacc, ma):
     return 0.5 * (ma - p.qfrc_smooth) @ (qacc - p.qacc_smooth)
@@ -859,7 +859,7 @@ def _pgs(cfg: _Config, r: RowClasses, blk: pgs.Blocks, p: _Problem, x: _PGSPath)
     # the primal forces at qacc_warmstart, or zero where their dual cost is not negative
     f = update_constraint(p, r, jw, False).force
     b = jnp.where(p.active, p.J @ p.qacc_smooth - p.aref, 0.0)
-    arf = p.J @ jax.scipy.linalg.cho_solve((x.qLD, True), p.J.T @ f) + p.R * f
+    arf = p.J @ dynamics.solve_ld(x.qLD, p.J.T @ f) + p.R * f
     f = jnp.where(f @ b + 0.5 * f @ arf > 0, 0.0, f)
   else:
     f = jnp.zeros_like(p.aref)
@@ -879,7 +879,7 @@ def _pgs(cfg: _Config, r: RowClasses, blk: pgs.Blocks, p: _Problem, x: _PGSPath)
     cfg.iterations,
     x.tolerance,
   )
-  qacc = p.qacc_smooth + jax.scipy.linalg.cho_solve((x.qLD, True), p.J.T @ force)
+  qacc = p.qacc_smooth + dynamics.solve_ld(x.qLD, p.J.T @ force)
   state = noslip.dual_state(
     force, int(r.eq.sum()), int(r.fri.sum()), p.floss, p.active, r.rows, p.mu, p.fric, p.one
   )
@@ -921,7 +921,7 @@ def solve(m: Model, d: Data, layout: Any = None) -> Data:
   mj_solPrimal).
 
   Reads efc_J (nefc, nv), efc_D, efc_R, efc_frictionloss, efc_aref, efc_active (nefc,), qM and its
-  Cholesky factor qLD (nv, nv), qfrc_smooth, qacc_smooth, qacc_warmstart (nv,), contact mu and
+  L'DL factor qLD (nv, nv), qfrc_smooth, qacc_smooth, qacc_warmstart (nv,), contact mu and
   friction; `layout` is the static row layout (default the Model's, `m.layout`; any object with
   the fields of layout.EfcRows).
   Newton and CG: monolithic solve (MuJoCo with islands disabled); PGS: per constraint island, as
@@ -1006,7 +1006,7 @@ def solve(m: Model, d: Data, layout: Any = None) -> Data:
       row,
     )
     # the dual solvers' finish (mj_dualFinish): qacc from the forces, states from the forces
-    qacc = p.qacc_smooth + jax.scipy.linalg.cho_solve((d.qLD, True), p.J.T @ force)
+    qacc = p.qacc_smooth + dynamics.solve_ld(d.qLD, p.J.T @ force)
     state = noslip.dual_state(
       force, int(layout.ne), int(layout.nf), p.floss, p.active, r.rows, p.mu, p.fric, p.one
     )

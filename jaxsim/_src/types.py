@@ -701,7 +701,10 @@ class Data(_Struct):
   actuator_force: jax.Array = field('(nu,) actuator force in actuation space')
   # inertia and forces
   qM: jax.Array = field('(nv, nv) total inertia')
-  qLD: jax.Array = field("(nv, nv) Cholesky factor of qM, lower (not MuJoCo's L'*D*L)")
+  qLD: jax.Array = field(
+    "(nv, nv) L'*D*L factor of qM, MuJoCo's values dense: D on the diagonal, L (unit lower) "
+    'below it, zero above; MuJoCo keeps the same values on the sparsity M_rowadr, M_colind'
+  )
   qfrc_bias: jax.Array = field('(nv,) C(qpos,qvel)')
   qfrc_passive: jax.Array = field('(nv,) total passive force')
   qfrc_spring: jax.Array = field('(nv,) passive spring force')
