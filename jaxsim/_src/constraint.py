@@ -213,8 +213,7 @@ class RowBuffer:
       if len(runs) <= self.MAX_RUNS:
         runs.sort()
         pieces = [
-          masked(parts[k][1][lo:hi], np.arange(start, start + hi - lo))
-          for start, k, lo, hi in runs
+          masked(parts[k][1][lo:hi], np.arange(start, start + hi - lo)) for start, k, lo, hi in runs
         ]
         return pieces[0] if len(pieces) == 1 else jnp.concatenate(pieces)
     vals = masked(jnp.concatenate([p[1] for p in parts]), rows)

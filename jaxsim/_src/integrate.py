@@ -82,8 +82,10 @@ def euler(m: Model, d: Data) -> Data:
     # MuJoCo factors M + hB only where some dof is damped; otherwise its qacc is d->qacc. The
     # damping values are dynamic here, so select rather than branch.
     damped = jnp.any(b != 0)
-    solved = jax.scipy.linalg.cho_solve((jnp.linalg.cholesky(qh), True), qfrc)
-    qacc = jnp.where(damped, solved, d.qacc)
+    # MuJoCo's L'DL (mj_factorI): its pivot clamp keeps a singular M + hB finite, and counts
+    qld, clamped = dynamics.factor_ld(qh)
+    qacc = jnp.where(damped, dynamics.solve_ld(qld, qfrc), d.qacc)
+    d = d.replace(warning=d.warning.at[0].add((damped & clamped).astype(d.warning.dtype)))
   return advance(m, d, d.act_dot, qacc)
 
 
