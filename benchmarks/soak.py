@@ -37,9 +37,10 @@ from jaxsim._src.enums import EnableBit, WarningType
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Menagerie itself is not part of this checkout or its environment (no network here); these
-# Menagerie-class robots ship with dm_control (paths under its package). rodent and the CMU
-# humanoid have no floor (free fall with self-collisions); the fruit fly stands on one. Pass other
-# XML paths to --models to include them.
+# Menagerie-class robots ship with dm_control (paths under its package). As shipped, rodent, the
+# CMU humanoid and the ant are fixed at the root with no floor (dm_control's walker code adds the
+# free joint and the arena): they flail with their self-collisions; the fruit fly stands on a
+# floor. Pass other XML paths to --models to include them.
 ROBOTS = (
   'locomotion/walkers/assets/rodent.xml',
   'locomotion/walkers/assets/humanoid_CMU_V2020.xml',
