@@ -68,10 +68,10 @@ def default_models() -> list[str]:
 
 
 def short_name(path: str) -> str:
-  """suite/hopper.xml, models/walker.xml, walkers/assets/rodent.xml: the last two or three
-  parts of the path, enough to tell the models apart."""
+  """suite/hopper.xml, models/walker.xml, walkers/assets/rodent.xml, fruitfly_v2/floor.xml: the
+  last two (three after assets/) parts of the path, enough to tell the models apart."""
   parts = os.path.normpath(path).split(os.sep)
-  return '/'.join(parts[-3:] if parts[-2] in ('assets', 'fruitfly_v2') else parts[-2:])
+  return '/'.join(parts[-3:] if parts[-2] == 'assets' else parts[-2:])
 
 
 def steps_for(path: str, default: int, overrides: dict[str, int]) -> int:
