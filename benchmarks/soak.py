@@ -36,21 +36,49 @@ import jaxsim
 from jaxsim._src.enums import EnableBit, WarningType
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-# Menagerie-class robots are not part of this checkout or its environment (no network here);
-# pass their XML paths to --models to include them.
+# Menagerie itself is not part of this checkout or its environment (no network here); these
+# Menagerie-class robots ship with dm_control (paths under its package). As shipped, rodent, the
+# CMU humanoid and the ant are fixed at the root with no floor (dm_control's walker code adds the
+# free joint and the arena): they flail with their self-collisions; the fruit fly stands on a
+# floor. Pass other XML paths to --models to include them.
+ROBOTS = (
+  'locomotion/walkers/assets/rodent.xml',
+  'locomotion/walkers/assets/humanoid_CMU_V2020.xml',
+  'locomotion/walkers/assets/fruitfly_v2/floor.xml',
+  'third_party/ant/ant.xml',
+)
+
+
+def dm_control_dir() -> str:
+  import dm_control
+
+  return os.path.dirname(dm_control.__file__)
 
 
 def default_models() -> list[str]:
-  """Every dm_control suite XML and every complete model in models/."""
-  import dm_control
-
-  suite = sorted(glob.glob(os.path.join(os.path.dirname(dm_control.__file__), 'suite', '*.xml')))
+  """Every dm_control suite XML, every complete model in models/, and the ROBOTS found."""
+  suite = sorted(glob.glob(os.path.join(dm_control_dir(), 'suite', '*.xml')))
   ours = []
   for path in sorted(glob.glob(os.path.join(REPO, 'models', '*.xml'))):
     with open(path) as f:
       if '<worldbody' in f.read():
         ours.append(path)
-  return suite + ours
+  robots = [os.path.join(dm_control_dir(), r) for r in ROBOTS]
+  return suite + ours + [r for r in robots if os.path.exists(r)]
+
+
+def short_name(path: str) -> str:
+  """suite/hopper.xml, models/walker.xml, walkers/assets/rodent.xml, fruitfly_v2/floor.xml: the
+  last two (three after assets/) parts of the path, enough to tell the models apart."""
+  parts = os.path.normpath(path).split(os.sep)
+  return '/'.join(parts[-3:] if parts[-2] == 'assets' else parts[-2:])
+
+
+def steps_for(path: str, default: int, overrides: dict[str, int]) -> int:
+  """The steps to run for a model: an override keyed by its file name without .xml (e.g. dog)
+  or by its short name, else the default."""
+  stem = os.path.splitext(os.path.basename(path))[0]
+  return overrides.get(short_name(path), overrides.get(stem, default))
 
 
 def resolve(name: str) -> str:
@@ -84,8 +112,10 @@ class Controls:
     return np.swapaxes(out, 0, 1)  # (batch, n, nu)
 
 
-def soak_model(path, batch, steps, chunk, nmj, tau, seed):
-  """Returns a row of counts for one model, or a string saying why it was skipped."""
+def soak_model(path, batch, steps, chunk, nmj, tau, seed, budget=None):
+  """Returns a row of counts for one model, or a string saying why it was skipped. With a budget
+  (seconds, compilation included) the run stops after the chunk that passes it; 'steps' in the
+  row says how many ran."""
   import mujoco
 
   try:
@@ -126,7 +156,7 @@ def soak_model(path, batch, steps, chunk, nmj, tau, seed):
   prev_full = np.zeros((batch, 2), np.int64)
   t0 = time.perf_counter()
   done = 0
-  while done < steps:
+  while done < steps and (budget is None or done == 0 or time.perf_counter() - t0 < budget):
     n = min(chunk, steps - done)
     c = ctrls.chunk(chunk)
     d, rec = run(d, jnp.asarray(c, dtype))
@@ -159,6 +189,7 @@ def soak_model(path, batch, steps, chunk, nmj, tau, seed):
     'jaxsim': out,
     'mujoco': mjo,
     'energy': energy,
+    'steps': done,
     'seconds': time.perf_counter() - t0,
     'warnings': jaxsim.describe_warnings(d.warning),
   }
@@ -166,21 +197,24 @@ def soak_model(path, batch, steps, chunk, nmj, tau, seed):
 
 def table(rows, args) -> str:
   head = (
-    f'batch {args.batch}, {args.steps} steps, float32 (jaxsim) / float64 (C MuJoCo, '
-    f'{args.mujoco_worlds} worlds), smooth random controls (tau {args.tau} s), seed {args.seed}\n\n'
-    "| model | jaxsim NaN | resets | overflow steps | max abs qvel (all / MuJoCo's worlds) | "
+    f'batch {args.batch}, steps per model in the table, float32 (jaxsim) / float64 '
+    f'(C MuJoCo, {args.mujoco_worlds} worlds), smooth random controls (tau {args.tau} s), '
+    f'seed {args.seed}\n\n'
+    '| model | steps | seconds | jaxsim NaN | resets | overflow steps | '
+    "max abs qvel (all / MuJoCo's worlds) | "
     'energy | MuJoCo NaN | MuJoCo resets | MuJoCo max abs qvel |\n'
-    '|---|---|---|---|---|---|---|---|---|\n'
+    '|---|---|---|---|---|---|---|---|---|---|---|\n'
   )
   lines = []
   for name, r in rows:
     if isinstance(r, str):
-      lines.append(f'| {name} | {r} | | | | | | | |')
+      lines.append(f'| {name} | | | {r} | | | | | | | |')
       continue
     j, mj = r['jaxsim'], r['mujoco']
     e = f'{j["energy"]:.3g}' if r['energy'] else '-'
     lines.append(
-      f'| {name} | {j["nan"]} | {j["resets"]} | {j["overflow"]} | {j["qvel"]:.3g} / '
+      f'| {name} | {r["steps"]} | {r["seconds"]:.0f} | {j["nan"]} | {j["resets"]} | '
+      f'{j["overflow"]} | {j["qvel"]:.3g} / '
       f'{j["qvel_mj"]:.3g} | {e} | '
       f'{mj["nan"]} | {mj["resets"]} | {mj["qvel"]:.3g} |'
     )
@@ -194,6 +228,26 @@ def main(argv=None) -> int:
   parser.add_argument('--models', nargs='+', help='dm_control names or XML paths (default: all)')
   parser.add_argument('--batch', type=int, default=256)
   parser.add_argument('--steps', type=int, default=10000)
+  parser.add_argument(
+    '--steps-for',
+    nargs='+',
+    default=[],
+    metavar='MODEL=STEPS',
+    help='per-model steps, e.g. dog=500 humanoid_CMU=1000 (file name without .xml)',
+  )
+  parser.add_argument(
+    '--budget', type=float, help='seconds per model (compilation included); stops after a chunk'
+  )
+  parser.add_argument(
+    '--total-budget',
+    type=float,
+    help='seconds for the whole run: each model gets what is left over the models left',
+  )
+  parser.add_argument(
+    '--cheap-first',
+    action='store_true',
+    help='run the models in order of nv (so a total budget left by cheap ones goes to costly ones)',
+  )
   parser.add_argument('--chunk', type=int, default=200, help='steps per jitted rollout call')
   parser.add_argument('--mujoco-worlds', type=int, default=16)
   parser.add_argument('--tau', type=float, default=0.1, help='control noise correlation time, s')
@@ -202,12 +256,26 @@ def main(argv=None) -> int:
   args = parser.parse_args(argv)
   jaxsim.configure_cpu(fast_compile=True)
   paths = [resolve(p) for p in args.models] if args.models else default_models()
+  if args.cheap_first:
+    import mujoco
+
+    paths.sort(key=lambda p: mujoco.MjModel.from_xml_path(p).nv)
+  overrides = {k: int(v) for k, v in (s.split('=', 1) for s in args.steps_for)}
   rows = []
-  for path in paths:
-    name = os.path.relpath(path, os.path.dirname(os.path.dirname(path)))
-    r = soak_model(
-      path, args.batch, args.steps, args.chunk, args.mujoco_worlds, args.tau, args.seed
-    )
+  start = time.perf_counter()
+  for i, path in enumerate(paths):
+    name = short_name(path)
+    steps = steps_for(path, args.steps, overrides)
+    budget = args.budget
+    if args.total_budget is not None:
+      share = (args.total_budget - (time.perf_counter() - start)) / (len(paths) - i)
+      budget = share if budget is None else min(budget, share)
+    try:
+      r = soak_model(
+        path, args.batch, steps, args.chunk, args.mujoco_worlds, args.tau, args.seed, budget
+      )
+    except Exception as e:  # one model's failure is a row of the table, not the end of the run
+      r = f'failed: {type(e).__name__}: {str(e).splitlines()[0][:80] if str(e) else ""}'
     rows.append((name, r))
     print(table([(name, r)], args).splitlines()[-1], flush=True)
     if not isinstance(r, str) and r['warnings']:
