@@ -4,10 +4,17 @@ from __future__ import annotations
 
 import functools
 
+import jax
 import mujoco
 import numpy as np
 
 import jaxsim
+
+# The suite compiles with XLA's backend optimisation off (conftest.py): most tests run a program
+# once or twice, so compiling is most of their time. A test that runs one program over many
+# poses or steps jits it with jit_run instead: level 1 compiles ~1.2x slower and runs 2-6x faster
+# (the convex colliders on 1,024 poses: 11 -> 13 s compile, 7.8 -> 1.3 s run).
+jit_run = functools.partial(jax.jit, compiler_options={'xla_backend_optimization_level': 1})
 
 # mjDSBL_CONSTRAINT: the smooth-dynamics comparisons run without constraints in both engines.
 NO_CONSTRAINT = int(mujoco.mjtDisableBit.mjDSBL_CONSTRAINT)

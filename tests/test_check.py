@@ -292,11 +292,13 @@ def test_two_clamped_pivots_count_one_inertia_warning():
   assert_close('qacc', d.qacc, md.qacc, rtol=1e-9, atol=0)
 
 
-def test_damped_singular_inertia_euler_step_is_mujocos():
-  """Two redundant slides with a little damping: MuJoCo's Euler step factors M + h B with the
-  same clamped L'DL (mj_factorI), so the step's mjWARN_INERTIA counts (forward's and Euler's)
-  and its finite state are MuJoCo's; a plain Cholesky there gives NaN."""
-  xml = """<mujoco><worldbody><body>
+@pytest.mark.parametrize('integrator', ['Euler', 'implicitfast'])
+def test_damped_singular_inertia_step_is_mujocos(integrator):
+  """Two redundant slides with a little damping: MuJoCo's Euler and implicitfast steps factor
+  M + h B with the same clamped L'DL (mj_factorI), so the step's mjWARN_INERTIA counts
+  (forward's and the integrator's) and its finite state are MuJoCo's; a plain Cholesky there
+  gives NaN."""
+  xml = f"""<mujoco><option integrator="{integrator}"/><worldbody><body>
     <joint type="slide" axis="1 0 0" damping="1e-20"/><joint type="slide" axis="0 1 0"/>
     <joint type="slide" axis="1 1 0"/><geom type="box" size=".05 .05 .05" mass="1"/>
   </body></worldbody></mujoco>"""
@@ -307,7 +309,7 @@ def test_damped_singular_inertia_euler_step_is_mujocos():
   d = _put(jaxsim.make_data(m), md)
   d = jax.jit(jaxsim.step)(m, d)
   mujoco.mj_step(mj, md)
-  assert md.warning[WarningType.INERTIA].number == 2  # forward's factor_m and Euler's
+  assert md.warning[WarningType.INERTIA].number == 2  # forward's factor_m and the integrator's
   np.testing.assert_array_equal(np.asarray(d.warning), [w.number for w in md.warning])
   assert np.isfinite(md.qpos).all() and np.isfinite(np.asarray(d.qpos)).all()
   assert_close('qvel', d.qvel, md.qvel, rtol=1e-9, atol=1e-12)

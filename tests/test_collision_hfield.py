@@ -17,6 +17,7 @@ import jaxsim
 from jaxsim._src import kinematics
 from jaxsim._src.collision import driver, hfield
 from jaxsim._src.collision.geom import NO_CONTACT
+from tests.oracle import jit_run
 
 MARGIN = 0.02
 GEOMS = (
@@ -72,7 +73,7 @@ def collide():
     d = kinematics.kinematics(m, d)
     return driver.collision(m, d).contact
 
-  return jax.jit(jax.vmap(f, in_axes=(None, 0)))
+  return jit_run(jax.vmap(f, in_axes=(None, 0)))  # many states per call
 
 
 def _states(mj, rng, n):

@@ -75,7 +75,7 @@ def test_box_placed_exactly_on_the_floor():
   md = mujoco.MjData(mj)
   mujoco.mj_forward(mj, md)
   assert md.ncon >= 8 and not (md.contact.dist[: md.ncon]).any() and md.nefc == 0
-  d = jaxsim.forward(m, jaxsim.make_data(m))
+  d = jax.jit(jaxsim.forward)(m, jaxsim.make_data(m))
   act = np.asarray(d.contact.active)
   np.testing.assert_array_equal(np.asarray(d.contact.dist)[act], md.contact.dist)
   assert int(np.asarray(d.efc_active).sum()) == 0

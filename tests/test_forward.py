@@ -107,3 +107,5 @@ def test_eager_call_hints_at_jit():
     warnings.simplefilter('error')
     jax.jit(jaxsim.forward)(m, d)
     jax.jit(jaxsim.step)(m, d)
+    # traced through qvel alone: qpos is a concrete array, the call is still jitted
+    jax.jit(lambda v: jaxsim.step(m, jaxsim.make_data(m).replace(qvel=v)))(d.qvel)

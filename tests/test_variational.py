@@ -252,7 +252,7 @@ def _continuous_energy(m, d):
   return vi.kinetic_energy(m, d) + vi.potential_energy(m, d)
 
 
-@functools.partial(jax.jit, static_argnums=0)
+@functools.partial(oracle.jit_run, static_argnums=0)  # 1e5 steps
 def _rollout(one, m, d, nblocks):
   """States every BLOCK steps for nblocks blocks (traced, so runs of any length share a compile)."""
 

@@ -10,7 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxsim._src import math
-from jaxsim._src.enums import MINVAL, DisableBit, TrnType
+from jaxsim._src.enums import MINVAL, DisableBit, TrnType, WarningType
 from jaxsim._src.types import Data, Model
 
 
@@ -173,13 +173,30 @@ def solve_ld(qld: jax.Array, x: jax.Array) -> jax.Array:
   return x.reshape(shape)
 
 
+def factor_warn(
+  qm: jax.Array, warning: jax.Array, used: jax.Array | bool = True
+) -> tuple[jax.Array, jax.Array]:
+  """factor_ld, counting mjWARN_INERTIA (once per factorization, as MuJoCo) where a pivot was
+  clamped to MINVAL.
+
+  Arguments:
+    qm: (n, n) symmetric matrix.
+    warning: (nwarning,) Data.warning.
+    used: () whether the caller uses this factor (a warning is counted only then).
+  Returns:
+    (qld (n, n), warning (nwarning,)).
+  """
+  qld, clamped = factor_ld(qm)
+  count = (clamped & used).astype(warning.dtype)
+  return qld, warning.at[WarningType.INERTIA].add(count)
+
+
 def factor_m(m: Model, d: Data) -> Data:
   """MuJoCo's L'DL factor of qM in qLD, D on the diagonal and L below (mj_factorM); counts
-  mjWARN_INERTIA (once per factorization, as MuJoCo) where a pivot was clamped to MINVAL."""
+  mjWARN_INERTIA where a pivot was clamped (factor_warn)."""
   if not m.nv:
     return d
-  qld, clamped = factor_ld(d.qM)
-  warning = d.warning.at[0].add(clamped.astype(d.warning.dtype))
+  qld, warning = factor_warn(d.qM, d.warning)
   return d.replace(qLD=qld, warning=warning)
 
 

@@ -16,8 +16,9 @@ from jaxsim._src.types import Data, Model, check_inputs
 
 def hint_jit(name: str, d: Data) -> None:
   """Warns (once per call site) when a pipeline function runs eagerly, op by op: a first eager
-  call takes seconds where the jitted one takes milliseconds after its compile."""
-  if not isinstance(d.qpos, jax.core.Tracer):
+  call takes seconds where the jitted one takes milliseconds after its compile. Traced means any
+  field is a tracer (`make_data(m).replace(qvel=v)` under jit has a concrete qpos)."""
+  if not any(isinstance(x, jax.core.Tracer) for x in jax.tree_util.tree_leaves(d)):
     warnings.warn(
       f'jaxsim.{name} is running eagerly (op by op), which is slow; wrap it in jax.jit, e.g. '
       f'jax.jit(jaxsim.{name})(model, data)',

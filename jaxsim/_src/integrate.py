@@ -82,10 +82,11 @@ def euler(m: Model, d: Data) -> Data:
     # MuJoCo factors M + hB only where some dof is damped; otherwise its qacc is d->qacc. The
     # damping values are dynamic here, so select rather than branch.
     damped = jnp.any(b != 0)
-    # MuJoCo's L'DL (mj_factorI): its pivot clamp keeps a singular M + hB finite, and counts
-    qld, clamped = dynamics.factor_ld(qh)
+    # MuJoCo's L'DL (mj_factorI): its pivot clamp keeps a singular M + hB finite; mjWARN_INERTIA
+    # is counted only where the factor is used, as MuJoCo factors only then
+    qld, warning = dynamics.factor_warn(qh, d.warning, damped)
     qacc = jnp.where(damped, dynamics.solve_ld(qld, qfrc), d.qacc)
-    d = d.replace(warning=d.warning.at[0].add((damped & clamped).astype(d.warning.dtype)))
+    d = d.replace(warning=warning)
   return advance(m, d, d.act_dot, qacc)
 
 
@@ -243,8 +244,9 @@ def implicit(m: Model, d: Data, bias_fn: Callable[[Data], jax.Array]) -> Data:
     qacc = jnp.linalg.solve(d.qM - h * qderiv, qfrc)
     return advance(m, d, d.act_dot, qacc)
 
-  # implicitfast: the symmetric part of qDeriv, factored by Cholesky (only the fluid forces'
-  # derivative is unsymmetric: MuJoCo symmetrizes each body's, ellipsoid lift included)
+  # implicitfast: the symmetric part of qDeriv (only the fluid forces' derivative is
+  # unsymmetric: MuJoCo symmetrizes each body's, ellipsoid lift included), factored by MuJoCo's
+  # clamped L'DL (mj_factorI), which keeps a singular M - h qDeriv finite and counts it
   sym = implicitfast_qderiv(qderiv)
   free = free_bodies(m)
   if free.size:
@@ -254,7 +256,9 @@ def implicit(m: Model, d: Data, bias_fn: Callable[[Data], jax.Array]) -> Data:
     sym = sym.at[rows].set(jnp.zeros((rows.size, m.nv), sym.dtype))
     sym = sym.at[:, rows].set(0.0)
   qh = d.qM - h * sym
-  qacc = jax.scipy.linalg.cho_solve((jnp.linalg.cholesky(qh), True), qfrc)
+  qld, warning = dynamics.factor_warn(qh, d.warning)
+  qacc = dynamics.solve_ld(qld, qfrc)
+  d = d.replace(warning=warning)
   if free.size:
     # ... and solved locally with the full unsymmetric 6x6 block (free_mhat)
     a = free_mhat(m, d, qderiv, bias_fn, blocks)

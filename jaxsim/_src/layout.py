@@ -75,22 +75,25 @@ HESSIAN_ALL_ROWS = 64  # layouts of at most this many rows sum every row (no gat
 HESSIAN_MIN_ROWS = 32
 
 
-def hessian_rows(nefc: int, nv: int, asked: int | None = None) -> int:
-  """Rows of the Newton Hessian's compact buffer for a layout of nefc rows and nv dofs (static).
+def hessian_rows(m: Model, nefc: int | None = None) -> int:
+  """Rows of the Newton Hessian's compact buffer (static): the model's setting
+  (`jaxsim.with_hessian_rows`, kept in collision_pairs['hessian_rows']: -1 every row) or the
+  default rule, every row up to HESSIAN_ALL_ROWS rows, else max(HESSIAN_MIN_ROWS, nv).
 
   Arguments:
-    nefc: allocated constraint rows.
-    nv: degrees of freedom.
-    asked: the model's setting (`jaxsim.with_hessian_rows`): None for the default rule, -1 for
-      every row.
+    m: the model (nv and its setting are read).
+    nefc: allocated constraint rows (None: the model's own layout's).
   Returns:
     the buffer size, 1 to nefc (nefc: every row is summed at once, without a gather).
   """
+  if nefc is None:
+    nefc = layout_of(m).nefc
+  asked = m.collision_pairs.get('hessian_rows')
   if asked is not None and asked >= 0:
     return max(1, min(int(asked), nefc))
   if asked is not None or nefc <= HESSIAN_ALL_ROWS:
     return nefc
-  return min(nefc, max(HESSIAN_MIN_ROWS, nv))
+  return min(nefc, max(HESSIAN_MIN_ROWS, m.nv))
 
 
 _EQ_ROWS = {EqType.CONNECT: 3, EqType.WELD: 6, EqType.JOINT: 1, EqType.TENDON: 1}

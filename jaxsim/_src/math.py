@@ -224,3 +224,18 @@ def smallest(x: jax.Array, k: int) -> jax.Array:
   # the smallest key with at least k keys at or below it: the k-th smallest key
   _, kth = jax.lax.fori_loop(0, bits, halve, (jnp.min(key), jnp.max(key)))
   return key <= kth
+
+
+def ranked(count: jax.Array, start: jax.Array | int, k: int) -> jax.Array:
+  """Indices of the true entries of rank start .. start + k - 1 of a mask, by binary search on
+  its running count (a gather: XLA's CPU runs a scatter as a loop over its updates).
+
+  Arguments:
+    count: (n,) the mask's cumsum (nondecreasing integers).
+    start: () the rank of the first index wanted (0: the first true entry).
+    k: how many indices (static).
+  Returns:
+    (k,) int32 indices into the mask, in order; n where the mask has fewer true entries.
+  """
+  want = start + jnp.arange(1, k + 1, dtype=count.dtype)
+  return jnp.searchsorted(count, want, side='left', method='scan_unrolled').astype(jnp.int32)

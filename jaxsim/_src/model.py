@@ -124,8 +124,7 @@ def with_hessian_rows(m: Model, n: int | None) -> Model:
 
 def hessian_rows(m: Model) -> int:
   """Rows of Newton's compact Hessian buffer for this model (see with_hessian_rows)."""
-  lay = layout.layout_of(m)
-  return layout.hessian_rows(lay.nefc, m.nv, m.collision_pairs.get('hessian_rows'))
+  return layout.hessian_rows(m)
 
 
 def with_max_geom_pairs(m: Model, n: int | None) -> Model:

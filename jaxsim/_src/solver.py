@@ -32,7 +32,7 @@ from jaxsim._src.enums import (
   SolverType,
 )
 from jaxsim._src.layout import RowClasses, hessian_rows, layout_of, row_classes
-from jaxsim._src.math import safe_norm
+from jaxsim._src.math import ranked, safe_norm
 from jaxsim._src.types import Data, Model
 
 
@@ -170,13 +170,6 @@ def update_constraint(p: _Problem, r: RowClasses, jar: jax.Array, cone_hessian: 
   return _Update(force, state, cost, hc)
 
 
-def _ranked(count: jax.Array, start: jax.Array, k: int) -> jax.Array:
-  """Indices (k,) of the true entries of rank start .. start + k - 1 of a mask whose running
-  count (cumsum) is `count` (n,); n where there are fewer."""
-  want = start + jnp.arange(1, k + 1, dtype=count.dtype)
-  return jnp.searchsorted(count, want, side='left', method='scan_unrolled').astype(jnp.int32)
-
-
 def _hessian(p: _Problem, r: RowClasses, upd: _Update, rows: int | None = None) -> jax.Array:
   """Cholesky factor of H = M + J' D_quadratic J + cone Hessians (MakeHessian, HessianCone).
 
@@ -222,14 +215,14 @@ def _chunked(h: jax.Array, mask: jax.Array, k: int, term) -> jax.Array:
   """h plus term(pick) over the true entries of mask (n,), k at a time: the first k in one pass,
   the rest (where more than k are true) in a while loop."""
   count = jnp.cumsum(mask.astype(jnp.int32))
-  h = h + term(_ranked(count, jnp.zeros((), jnp.int32), k))
+  h = h + term(ranked(count, jnp.zeros((), jnp.int32), k))
 
   def more(c):
     return c[1] < count[-1]
 
   def add(c):
     h, start = c
-    return h + term(_ranked(count, start, k)), start + k
+    return h + term(ranked(count, start, k)), start + k
 
   return jax.lax.while_loop(more, add, (h, jnp.asarray(k, jnp.int32)))[0]
 
@@ -961,7 +954,7 @@ def solve(m: Model, d: Data, layout: Any = None) -> Data:
     iterations=int(m.opt.iterations),
     ls_iterations=int(m.opt.ls_iterations),
     warmstart=not m.opt.disableflags & DisableBit.WARMSTART,
-    hessian_rows=hessian_rows(nefc, nv, m.collision_pairs.get('hessian_rows')),
+    hessian_rows=hessian_rows(m, nefc),
   )
   p = problem(d, r)
   islands = not m.opt.disableflags & DisableBit.ISLAND

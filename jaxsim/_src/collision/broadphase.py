@@ -182,17 +182,14 @@ def map_live(
   x0 = jax.tree_util.tree_map(lambda x: x[0], xs)
   f, consts = jax.closure_convert(f, x0)
   fast, fconsts = (f, consts) if fast is None else jax.closure_convert(fast, x0)
-  item = jax.eval_shape(
-    jax.vmap(f, in_axes=(0,) + (None,) * len(consts)),
-    jax.tree_util.tree_map(lambda x: x[:1], xs),
-    *consts,
-  )
+  # one item's output shapes (unbatched: evaluating the jaxpr under vmap costs as much as a trace)
+  item = jax.eval_shape(f, x0, *consts)
   if fill is None:
-    fill = jax.tree_util.tree_map(lambda s: jnp.zeros(s.shape[1:], s.dtype), item)
+    fill = jax.tree_util.tree_map(lambda s: jnp.zeros(s.shape, s.dtype), item)
 
   def blank(m: int) -> Any:
     return jax.tree_util.tree_map(
-      lambda s, e: jnp.broadcast_to(jnp.asarray(e, s.dtype), (m,) + s.shape[1:]), item, fill
+      lambda s, e: jnp.broadcast_to(jnp.asarray(e, s.dtype), (m,) + s.shape), item, fill
     )
 
   def keep(mask: jax.Array, out: Any, empty: Any) -> Any:

@@ -28,7 +28,7 @@ from jaxsim._src.collision import support as sp
 from jaxsim._src.collision.geom import NO_CONTACT, Contacts, GeomInfo, mesh_graph_arrays
 from jaxsim._src.enums import MINMU, MINVAL, DisableBit, EnableBit, GeomType, WarningType
 from jaxsim._src.layout import Budget, layout_of, pair_condim, supported
-from jaxsim._src.math import smallest
+from jaxsim._src.math import ranked, smallest
 from jaxsim._src.types import Data, Model
 
 
@@ -334,11 +334,10 @@ def _compact(
       # more active contacts than slots: keep the k deepest (ties: the first in slot order)
       keep = active & smallest(dist, k)
       overflow |= jnp.sum(active) > k
-    rank = jnp.cumsum(keep).astype(jnp.int32) - 1
-    tgt = jnp.where(keep & (rank < k), rank, k)
-    src = jnp.zeros(k, jnp.int32).at[tgt].set(jnp.arange(n, dtype=jnp.int32), mode='drop')
-    used = jnp.arange(k) < jnp.sum(keep)
-    full = jnp.asarray(ids, dtype=jnp.int32)[src]
+    # the kept slots in slot order (n past the last: clipped, masked by `used`)
+    src = ranked(jnp.cumsum(keep, dtype=jnp.int32), 0, k)
+    used = src < n
+    full = jnp.take(jnp.asarray(ids, dtype=jnp.int32), src, mode='clip')
     parts['dist'].append(jnp.where(used, slot['dist'][full], NO_CONTACT))
     parts['pos'].append(slot['pos'][full])
     parts['frame'].append(slot['frame'][full])

@@ -21,6 +21,7 @@ from jaxsim._src.collision import broadphase, convex
 from jaxsim._src.collision import support as sp
 from jaxsim._src.collision.geom import NO_CONTACT, Contacts, GeomInfo, make_frame
 from jaxsim._src.enums import MAXCONPAIR, GeomType
+from jaxsim._src.math import ranked
 
 # geom types mjCOLLISIONFUNC sends to mjc_ConvexHField
 HFIELD_TYPES = (
@@ -216,10 +217,9 @@ def _slots(h: GeomInfo, hit, dist, x1, x2, margin, nslot: int) -> Contacts:
   """The first contacts in MuJoCo's (row, column, triangle) order, in nslot slots."""
   normal = jax.vmap(convex.normalize3)(x1 - x2) @ h.mat.T
   pos = (0.5 * (x1 + x2)) @ h.mat.T + h.pos
-  rank = jnp.cumsum(hit).astype(jnp.int32) - 1
-  tgt = jnp.where(hit & (rank < nslot), rank, nslot)
-  src = jnp.zeros(nslot, jnp.int32).at[tgt].set(jnp.arange(len(hit), dtype=jnp.int32), mode='drop')
-  used = jnp.arange(nslot) < jnp.sum(hit)
+  src = ranked(jnp.cumsum(hit, dtype=jnp.int32), 0, nslot)  # len(hit) past the last
+  used = src < len(hit)
+  src = jnp.minimum(src, len(hit) - 1)
   return Contacts(
     jnp.where(used, margin + dist[src], NO_CONTACT), pos[src], make_frame(normal[src])
   )
