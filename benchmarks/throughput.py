@@ -329,8 +329,11 @@ def _time_jax(spec: dict, model, data, vstep, lo, hi, counters) -> dict:
       + mem.temp_size_in_bytes
       - mem.alias_size_in_bytes
     )
+    # a program split over devices reports one device's share: all of them hold the batch
+    shards = spec.get('shards', 1)
+    total *= shards
     out['xla_bytes'] = int(total)
-    out['xla_temp_bytes'] = int(mem.temp_size_in_bytes)
+    out['xla_temp_bytes'] = int(mem.temp_size_in_bytes) * shards
     if total > spec['max_bytes']:
       out.update(status='no result', reason=f'needs {total / 2**30:.1f} GiB (limit --max-gb)')
       return out
@@ -436,12 +439,30 @@ def _worker_jaxsim(spec: dict) -> dict:
   else:
     stage = jaxsim.step
   vstep = jax.vmap(stage, in_axes=(None, 0))
+  ndev = spec.get('devices') or 1
+  if ndev > 1 and jax.default_backend() == 'cpu' and spec['batch'] % ndev == 0:
+    # the batch split over one CPU device per core, each running its part's while loops on its
+    # own (shard_map: no cross-device reduction per loop trip); the step has no LAPACK call on
+    # the CPU (dynamics.solve_spd), whose batched kernels deadlock across devices
+    from jax.sharding import Mesh, PartitionSpec
+
+    mesh = Mesh(np.asarray(jax.devices()[:ndev]), ('batch',))
+    vstep = jax.shard_map(
+      vstep,
+      mesh=mesh,
+      in_specs=(PartitionSpec(), PartitionSpec('batch')),
+      out_specs=PartitionSpec('batch'),
+      check_vma=False,
+    )
+    out['devices'] = ndev
+  else:
+    out['devices'] = 1
 
   def counters(d):
     # Newton/CG iterations and line-search cost evaluations of the last solve
     return {'niter': d.solver_niter, 'neval': d.solver_neval}
 
-  out.update(_time_jax(spec, m, d, vstep, lo, hi, counters))
+  out.update(_time_jax({**spec, 'shards': out['devices']}, m, d, vstep, lo, hi, counters))
   return out
 
 
@@ -655,6 +676,14 @@ def _run_worker(python: str, spec: dict, timeout: float) -> dict:
   if spec['engine'] in ('jaxsim', 'mjx'):
     policy = spec.get('mjx_xla', 'same') if spec['engine'] == 'mjx' else 'same'
     env['XLA_FLAGS'] = xla_flags(_user_xla_flags(), policy)
+    devices = spec.get('devices') or 1
+    if (
+      spec['engine'] == 'jaxsim'
+      and devices > 1
+      and 'host_platform_device_count' not in env['XLA_FLAGS']
+    ):
+      # CPU only (other platforms ignore it): one XLA CPU device per core
+      env['XLA_FLAGS'] += f' --xla_force_host_platform_device_count={devices}'
     if spec['engine'] == 'mjx':
       # MJX runs with its own defaults: not with the one-thread pool `import jaxsim` sets
       # (jaxsim/_src/xla.py REQUIRED_ENV) in this driver's environment, unless the user set it
@@ -772,12 +801,19 @@ def throughput_table(results: list[dict], threads: int) -> str:
     j = index.get((label, batch, 'jaxsim'))
     x = index.get((label, batch, 'mjx'))
     c = index.get((label, batch, 'mujoco'))
-    cells = [label, batch, _contacts(j, x, c), _fmt_rate(j), _fmt_rate(x), _fmt_rate(c)]
+    cells = [label, batch, _contacts(j, x, c), _fmt_rate(j) + _devices(j), _fmt_rate(x)]
+    cells += [_fmt_rate(c)]
     cells += [_fmt_rate(c, 'steps_per_s_mt'), _ratio(_ok(j, 'steps_per_s'), _ok(x, 'steps_per_s'))]
     cells += [_ratio(_ok(j, 'steps_per_s'), _ok(c, 'steps_per_s'))]
     cells += _jax_cells(j, x) + [_nan_cell(j, x, c), _loads(j, x, c)]
     lines.append(_md_row(cells))
   return '\n'.join(lines)
+
+
+def _devices(r: dict | None) -> str:
+  """' (N devices)' where jaxsim's batch was split over N CPU devices."""
+  n = (r or {}).get('devices', 1)
+  return f' ({n} devices)' if n > 1 else ''
 
 
 def _nan_cell(*runs: dict | None) -> str:
@@ -1031,6 +1067,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
   )
   p.add_argument('--threads', type=int, default=os.cpu_count(), help='C MuJoCo CPU ceiling')
   p.add_argument(
+    '--jaxsim-devices',
+    type=int,
+    default=os.cpu_count(),
+    help="on the CPU, split jaxsim's batch over this many host devices (one per core; "
+    'shard_map, each device its own while loops); 1: one device (XLA then uses one core)',
+  )
+  p.add_argument(
     '--mjx-python',
     default=_default_mjx_python(),
     help=f'Python with mujoco-mjx (default: ${MJX_PYTHON_ENV}, .venv-mjx, ../venv-mjx)',
@@ -1093,6 +1136,7 @@ def main(argv: list[str] | None = None, prog: str = 'python benchmarks/throughpu
     'max_calls': 100000,
     'ctrl_pool': 4,
     'threads': args.threads,
+    'devices': args.jaxsim_devices,
     'max_bytes': int(args.max_gb * 2**30),
     'mjx_xla': args.mjx_xla,
     'kernels': not args.no_kernels,

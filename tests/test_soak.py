@@ -57,3 +57,44 @@ def test_batched_cholesky_does_not_deadlock():
 def test_user_pool_size_wins():
   code = 'import os, jaxsim; print(os.environ["PJRT_NPROC"])'
   assert _python(code, timeout=120, PJRT_NPROC='3').stdout.strip() == '3'
+
+
+SPLIT = """
+import jax, numpy as np
+import jaxsim
+from jax.sharding import Mesh, PartitionSpec as P
+xml = '''<mujoco><option cone="elliptic"/><worldbody><geom type="plane" size="2 2 .1"/>
+  <body pos="0 0 .1"><freejoint/><geom type="box" size=".1 .1 .1"/></body>
+  <body pos=".05 0 .35"><freejoint/><geom type="capsule" size=".05 .1"/></body>
+</worldbody></mujoco>'''
+m = jaxsim.load_string(xml)
+d = jax.vmap(lambda z: jaxsim.make_data(m).replace(qvel=jax.numpy.full(m.nv, z)))(
+  jax.numpy.linspace(-0.1, 0.1, 64))
+step = jax.vmap(jaxsim.step, in_axes=(None, 0))
+text = jax.jit(step).lower(m, d).compile().as_text()
+assert 'lapack' not in text.lower(), [ln for ln in text.splitlines() if 'lapack' in ln.lower()][:3]
+mesh = Mesh(np.asarray(jax.devices()), ('b',))
+split = jax.jit(jax.shard_map(step, mesh=mesh, in_specs=(P(), P('b')), out_specs=P('b'),
+                              check_vma=False))
+one, two = jax.jit(step)(m, d), split(m, d)
+for _ in range(20):
+  one, two = jax.jit(step)(m, one), split(m, two)
+np.testing.assert_allclose(np.asarray(two.qpos), np.asarray(one.qpos), atol=1e-5)
+print('ok', len(jax.devices()))
+"""
+
+
+def test_step_split_over_cpu_devices_has_no_lapack_call():
+  """A default step (Newton, elliptic contacts) compiles without LAPACK custom calls on the
+  CPU (the batched kernels that deadlock: xla.REQUIRED_ENV), so a batch split over two CPU
+  devices with shard_map runs (it hung with LAPACK's Cholesky) and matches one device."""
+  env = dict(os.environ)
+  env['XLA_FLAGS'] = (
+    env.get('XLA_FLAGS', '') + ' --xla_force_host_platform_device_count=2'
+  ).strip()
+  env['PYTHONPATH'] = REPO
+  r = subprocess.run(
+    [sys.executable, '-c', SPLIT], cwd=REPO, env=env, capture_output=True, text=True, timeout=300
+  )
+  assert r.returncode == 0, r.stderr[-3000:]
+  assert r.stdout.split()[-1] == '2'

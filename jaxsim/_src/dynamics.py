@@ -173,6 +173,32 @@ def solve_ld(qld: jax.Array, x: jax.Array) -> jax.Array:
   return x.reshape(shape)
 
 
+def solve_spd(h: jax.Array, x: jax.Array) -> jax.Array:
+  """h^-1 x for a symmetric positive definite h (Newton's Hessian): on the CPU by factor_ld and
+  solve_ld, elsewhere by the backend's Cholesky.
+
+  On the CPU no LAPACK call is left in a default step: jaxlib 0.10.2's batched LAPACK kernels
+  block on XLA's thread pool and deadlock when as many run at once as the pool has threads (a
+  batch split over two CPU devices hung in 1 of 1 runs; xla.REQUIRED_ENV). On a GPU cuSOLVER's
+  batched Cholesky runs without a device loop per row. A pivot below MINVAL is clamped on the
+  CPU (as MuJoCo's mju_cholFactor with mjMINVAL); the backend's Cholesky gives NaN there.
+
+  Arguments:
+    h: (n, n) symmetric positive definite (only the lower triangle is read).
+    x: (n,) or (n, k).
+  Returns:
+    h^-1 x, the shape of x.
+  """
+
+  def cpu(h, x):
+    return solve_ld(factor_ld(h)[0], x)
+
+  def other(h, x):
+    return jax.scipy.linalg.cho_solve((jnp.linalg.cholesky(h), True), x)
+
+  return jax.lax.platform_dependent(h, x, cpu=cpu, default=other)
+
+
 def factor_warn(
   qm: jax.Array, warning: jax.Array, used: jax.Array | bool = True
 ) -> tuple[jax.Array, jax.Array]:

@@ -171,7 +171,7 @@ def update_constraint(p: _Problem, r: RowClasses, jar: jax.Array, cone_hessian: 
 
 
 def _hessian(p: _Problem, r: RowClasses, upd: _Update, rows: int | None = None) -> jax.Array:
-  """Cholesky factor of H = M + J' D_quadratic J + cone Hessians (MakeHessian, HessianCone).
+  """H = M + J' D_quadratic J + cone Hessians (MakeHessian, HessianCone), (nv, nv).
 
   rows: the compact buffer's size (layout.hessian_rows; None or nefc: every row at once). With
   a buffer, the quadratic rows are gathered into it and summed `rows` at a time: one pass where
@@ -201,7 +201,7 @@ def _hessian(p: _Problem, r: RowClasses, upd: _Update, rows: int | None = None) 
       h = _chunked(h, jnp.any(hc != 0, axis=(1, 2)), kc, cones)
     else:
       h = h + jnp.einsum('cin,cij,cjm->nm', jc, upd.hc, jc)
-  return jnp.linalg.cholesky(h)
+  return h
 
 
 def _jdj(J: jax.Array, dq: jax.Array, pick: jax.Array) -> jax.Array:
@@ -684,7 +684,7 @@ def _primal(cfg: _Config, r: RowClasses, p: _Problem, x: _Path):
     upd = update_constraint(p, r, jaref, cfg.newton and cfg.ellipse)
     grad = ma - p.qfrc_smooth - p.J.T @ upd.force
     if cfg.newton:
-      mgrad = jax.scipy.linalg.cho_solve((_hessian(p, r, upd, cfg.hessian_rows), True), grad)
+      mgrad = dynamics.solve_spd(_hessian(p, r, upd, cfg.hessian_rows), grad)
     else:
       mgrad = solve_m(grad)
     return upd, grad, mgrad
@@ -793,10 +793,10 @@ def _primal_jvp(cfg: _Config, r: RowClasses, primals, tangents, run=None):
   dp, _ = tangents
   qacc, force, state, niter, neval = (run or functools.partial(_primal, cfg, r))(p, x)
   upd = update_constraint(p, r, p.J @ qacc - p.aref, cfg.ellipse)
-  chol = _hessian(p, r, upd)
+  h = _hessian(p, r, upd)
   _, dforce_p = jax.jvp(lambda p_: _force(r, p_, qacc), (p,), (dp,))
   dg = dp.M @ qacc - dp.qfrc_smooth - dp.J.T @ force - p.J.T @ dforce_p
-  dqacc = -jax.scipy.linalg.cho_solve((chol, True), dg)
+  dqacc = -dynamics.solve_spd(h, dg)
   _, dforce_q = jax.jvp(lambda q: _force(r, p, q), (qacc,), (dqacc,))
   float0 = jax.dtypes.float0
   zero_state, zero_count = np.zeros(state.shape, float0), np.zeros(niter.shape, float0)
