@@ -100,7 +100,9 @@ def add_env(env: dict[str, str]) -> bool:
   return True
 
 
-def configure_cpu(fast_compile: bool = True, mujoco_rounding: bool = False) -> bool:
+def configure_cpu(
+  fast_compile: bool = True, mujoco_rounding: bool = False, devices: int | None = None
+) -> bool:
   """Opt-in XLA CPU settings; call before the first JAX computation.
 
   Arguments:
@@ -109,6 +111,12 @@ def configure_cpu(fast_compile: bool = True, mujoco_rounding: bool = False) -> b
     mujoco_rounding: cap the instruction set at AVX (no FMA contraction), so that floating-point
       results round as MuJoCo's release build does and near-ties break the same way; costs
       1.15-1.4x in speed on AVX-512 CPUs. For comparisons with MuJoCo, not for training.
+    devices: split the CPU into this many XLA devices (`xla_force_host_platform_device_count`;
+      e.g. os.cpu_count()). XLA runs one computation on about one core; a batch split over the
+      devices with `jax.shard_map` runs on all of them (dm_control humanoid at batch 1024 on 2
+      cores: 313 -> 174 us per world-step; docs/speed.md). A default step holds no LAPACK call
+      on the CPU, whose batched kernels deadlock across devices; the implicit integrator,
+      implicitfast's free bodies and noslip still call LAPACK (docs/soak.md).
   Returns:
     whether the flags apply (False, with a warning, once JAX's backends exist).
   """
@@ -117,6 +125,8 @@ def configure_cpu(fast_compile: bool = True, mujoco_rounding: bool = False) -> b
     flags.update(FAST_COMPILE_FLAGS)
   if mujoco_rounding:
     flags.update(MUJOCO_ROUNDING_FLAGS)
+  if devices is not None:
+    flags['xla_force_host_platform_device_count'] = str(int(devices))
   return add_flags(flags)
 
 
