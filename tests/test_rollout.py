@@ -39,6 +39,14 @@ SHARDED = textwrap.dedent(
   d12 = jax.tree_util.tree_map(lambda x: x[:12], d)
   _, traj12 = jaxsim.rollout(m, d12, ctrls[:12], rec)
   out = {'ndev': len(jax.devices())}
+  # gradients through the split batch: of a model leaf every device shares (its cotangents
+  # summed over the devices) and of the controls each device holds a share of
+  def loss(scale, c, shard):
+    mm = m.replace(dof_damping=m.dof_damping * scale)
+    return jnp.sum(jaxsim.rollout(mm, d, c, ('qpos',), shard=shard)[1]['qpos'] ** 2)
+  for name, shard in (('grad_one', False), ('grad_eight', None)):
+    gs, gc = jax.jit(jax.grad(loss, argnums=(0, 1)), static_argnums=2)(1.5, ctrls, shard)
+    out[name] = [float(gs), np.asarray(gc).ravel().tolist()]
   for name, tr, fin in (('one', traj1, one), ('eight', traj8, eight), ('twelve', traj12, None)):
     out[name] = {k: np.asarray(v).tolist() for k, v in tr.items()}
     if fin is not None:
@@ -71,6 +79,10 @@ def test_sharded_over_8_devices_matches_one_device(tmp_path):
   assert out['one_devices'] == 1 and out['one_shard_rows'] == [16]
   assert out['eight_devices'] == 8 and out['eight_shard_rows'] == [2]
   one, eight, twelve = out['one'], out['eight'], out['twelve']
+  g1, g8 = out['grad_one'], out['grad_eight']
+  assert g1[0] != 0 and np.any(np.asarray(g1[1]) != 0)
+  np.testing.assert_allclose(g8[0], g1[0], rtol=1e-10, err_msg='d/d(shared damping)')
+  np.testing.assert_allclose(g8[1], g1[1], rtol=1e-10, atol=1e-12, err_msg='d/d(ctrls)')
   assert len({round(q, 6) for q in np.asarray(one['qpos'])[:, -1, 0]}) == 16  # 16 distinct worlds
   for k in one:
     a = np.asarray(one[k])

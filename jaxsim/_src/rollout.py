@@ -17,7 +17,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.sharding import Mesh, NamedSharding, PartitionSpec
+from jax.sharding import Mesh, PartitionSpec
 
 from jaxsim._src.forward import step as _step
 from jaxsim._src.types import Data, Model
@@ -129,17 +129,21 @@ def _rollout(m, d, ctrls, *, axes, record, chunk, batch, data_batched, devices):
   leaves = [x if ax is None else jnp.moveaxis(x, ax, 0) for x, ax in zip(leaves, axes)]
   batched = [ax is not None for ax in axes]
 
-  if devices is not None:
-    mesh = Mesh(np.asarray(devices), ('batch',))
-    sharding = NamedSharding(mesh, PartitionSpec('batch'))
-    shard = lambda x: jax.lax.with_sharding_constraint(x, sharding)
-    d = jax.tree_util.tree_map(shard, d)
-    ctrls = shard(ctrls)
-    leaves = [shard(x) if b else x for x, b in zip(leaves, batched)]
-
   m = jax.tree_util.tree_unflatten(treedef, leaves)
   in_axes_m = jax.tree_util.tree_unflatten(treedef, [0 if b else None for b in batched])
   run = jax.vmap(lambda m, d, c: _scan_steps(m, d, c, rec, chunk), in_axes=(in_axes_m, 0, 0))
+  if devices is not None:
+    # each device steps its share of the batch with its own while loops (shard_map): a loop
+    # trip waits for the slowest world of the device, not of the whole batch, and no trip
+    # needs a cross-device reduction (a sharding constraint on one vmapped program did both)
+    mesh = Mesh(np.asarray(devices), ('batch',))
+    part = PartitionSpec('batch')
+    spec_m = jax.tree_util.tree_unflatten(
+      treedef, [part if b else PartitionSpec() for b in batched]
+    )
+    run = jax.shard_map(
+      run, mesh=mesh, in_specs=(spec_m, part, part), out_specs=part, check_vma=False
+    )
   return run(m, d, ctrls)
 
 
@@ -174,16 +178,17 @@ def rollout(
   instead of every intermediate of every step, for about one extra forward pass; values and
   gradients are the same as without it.
 
-  Devices: a batch is sharded over `devices` (default `jax.local_devices()`) along a 1-D mesh
-  when there are several (`shard=None`) or always (`shard=True`); `shard=False` leaves
-  placement to JAX. Results come back sharded over the same mesh. B need not be a multiple of
-  the device count: the batch is then padded with copies of its last world, which are dropped
-  from the results (the trimmed results are no longer evenly sharded and JAX may gather them,
-  so pick B as a multiple of the device count for large batches). On several hosts, call
-  `jax.distributed.initialize()` in every process first; by default each process then rolls
-  out its own batch on its own devices. For one global batch over every host, pass
-  `devices=jax.devices()` and global arrays built with `jax.make_array_from_process_local_data`
-  on `NamedSharding(Mesh(np.asarray(jax.devices()), ('batch',)), PartitionSpec('batch'))`.
+  Devices: a batch is split over `devices` (default `jax.local_devices()`) along a 1-D mesh when
+  there are several (`shard=None`) or always (`shard=True`), each device stepping its share with
+  its own loops (`jax.shard_map`; on a CPU, `jaxsim.configure_cpu(devices=N)` makes one device per
+  core); `shard=False` leaves placement to JAX. Results come back sharded over the same mesh. B
+  need not be a multiple of the device count: the batch is then padded with copies of its last
+  world, which are dropped from the results (the trimmed results are no longer evenly sharded and
+  JAX may gather them, so pick B as a multiple of the device count for large batches). On several
+  hosts, call `jax.distributed.initialize()` in every process first; by default each process then
+  rolls out its own batch on its own devices. For one global batch over every host, pass
+  `devices=jax.devices()` and global arrays built with `jax.make_array_from_process_local_data` on
+  `NamedSharding(Mesh(np.asarray(jax.devices()), ('batch',)), PartitionSpec('batch'))`.
 
   Works eagerly (compiled once per shape and options) and under jit, vmap and grad. Returns the
   final Data and the recording.
