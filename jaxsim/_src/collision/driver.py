@@ -334,10 +334,10 @@ def _compact(
       # more active contacts than slots: keep the k deepest (ties: the first in slot order)
       keep = active & smallest(dist, k)
       overflow |= jnp.sum(active) > k
-    # the kept slots in slot order (n past the last: clipped, masked by `used`)
+    # the kept slots in slot order (n past the last); an empty slot reads the class's first
     src = ranked(jnp.cumsum(keep, dtype=jnp.int32), 0, k)
     used = src < n
-    full = jnp.take(jnp.asarray(ids, dtype=jnp.int32), src, mode='clip')
+    full = jnp.asarray(ids, dtype=jnp.int32)[jnp.where(used, src, 0)]
     parts['dist'].append(jnp.where(used, slot['dist'][full], NO_CONTACT))
     parts['pos'].append(slot['pos'][full])
     parts['frame'].append(slot['frame'][full])

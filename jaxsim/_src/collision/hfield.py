@@ -219,7 +219,7 @@ def _slots(h: GeomInfo, hit, dist, x1, x2, margin, nslot: int) -> Contacts:
   pos = (0.5 * (x1 + x2)) @ h.mat.T + h.pos
   src = ranked(jnp.cumsum(hit, dtype=jnp.int32), 0, nslot)  # len(hit) past the last
   used = src < len(hit)
-  src = jnp.minimum(src, len(hit) - 1)
+  src = jnp.where(used, src, 0)  # an empty slot reads the first prism (masked by dist)
   return Contacts(
     jnp.where(used, margin + dist[src], NO_CONTACT), pos[src], make_frame(normal[src])
   )
