@@ -678,13 +678,12 @@ def _run_worker(python: str, spec: dict, timeout: float) -> dict:
     policy = spec.get('mjx_xla', 'same') if spec['engine'] == 'mjx' else 'same'
     env['XLA_FLAGS'] = xla_flags(_user_xla_flags(), policy)
     devices = spec.get('devices') or 1
-    if (
-      spec['engine'] == 'jaxsim'
-      and devices > 1
-      and 'host_platform_device_count' not in env['XLA_FLAGS']
-    ):
-      # CPU only (other platforms ignore it): one XLA CPU device per core
-      env['XLA_FLAGS'] += f' --xla_force_host_platform_device_count={devices}'
+    if spec['engine'] == 'jaxsim' and devices > 1:
+      # CPU only (other platforms ignore it): the batch split over CPU devices (a user's wins)
+      from jaxsim._src.xla import DEVICES_FLAG
+
+      if DEVICES_FLAG not in env['XLA_FLAGS']:
+        env['XLA_FLAGS'] += f' --{DEVICES_FLAG}={devices}'
     if spec['engine'] == 'mjx':
       # MJX runs with its own defaults: not with the one-thread pool `import jaxsim` sets
       # (jaxsim/_src/xla.py REQUIRED_ENV) in this driver's environment, unless the user set it

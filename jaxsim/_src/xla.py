@@ -48,6 +48,10 @@ FAST_COMPILE_FLAGS = {'xla_cpu_use_fusion_emitters': 'false'}
 # MuJoCo does, at a cost of 1.15-1.4x in speed on AVX-512 CPUs: never a default.
 MUJOCO_ROUNDING_FLAGS = {'xla_cpu_max_isa': 'AVX'}
 
+# Opt-in (`jaxsim.configure_cpu(devices=N)`; `jaxsim bench` for jaxsim's workers): the CPU as N XLA
+# devices, so that a batch split over them with shard_map runs on N cores
+DEVICES_FLAG = 'xla_force_host_platform_device_count'
+
 # what the benchmarks give every JAX engine (jaxsim and MJX alike)
 CPU_FLAGS = {**REQUIRED_FLAGS, **FAST_COMPILE_FLAGS}
 
@@ -126,7 +130,7 @@ def configure_cpu(
   if mujoco_rounding:
     flags.update(MUJOCO_ROUNDING_FLAGS)
   if devices is not None:
-    flags['xla_force_host_platform_device_count'] = str(int(devices))
+    flags[DEVICES_FLAG] = str(int(devices))
   return add_flags(flags)
 
 
