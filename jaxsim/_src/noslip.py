@@ -23,7 +23,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxsim._src import dynamics
+from jaxsim._src import dynamics, math
 from jaxsim._src.enums import MINVAL, ConstraintState, ConstraintType
 
 # mjtConstraint, mjtConstraintState
@@ -133,10 +133,12 @@ def _cost_change(A, f, old, res):
   return jnp.where(up, old, f), jnp.where(up, 0.0, change)
 
 
-def _block_update(k, A, res, old, floss0, fnormal, fric, n):
+def _block_update(kinds, k, A, res, old, floss0, fnormal, fric, n):
   """New forces (5,) and cost change (negative: a decrease) of one block.
 
-  From the block's A (5, 5), residual and old forces; k is its kind, n its rows.
+  From the block's A (5, 5), residual and old forces; k is its kind, n its rows; kinds (static)
+  the kinds the layout has: only their updates are computed (the elliptic QCQP, 20 Newton steps
+  with a 5x5 inverse each, is most of a block's cost, and pyramidal models have none).
   """
   diag = jnp.diagonal(A)
   # dry friction: unconstrained minimum clamped to the friction-loss interval
@@ -159,6 +161,10 @@ def _block_update(k, A, res, old, floss0, fnormal, fric, n):
   y = jnp.where(k1 < MINVAL, 0.0, y)
   f_pyr = jnp.zeros(WIDTH, A.dtype).at[0].set(mid + y).at[1].set(mid - y)
   pyr = _cost_change(Ac, f_pyr, old, res)
+
+  if ELLIPSE not in kinds:
+    f = jnp.where(k == DRY, dry[0], pyr[0])
+    return f, jnp.where(k == DRY, dry[1], pyr[1])
 
   # ellipse: tangent forces on the friction ellipsoid of the fixed normal force
   v, on = qcqp(Ac, bc, fric, fnormal, n)
@@ -240,7 +246,7 @@ def solve(
   nblk = blk.rows.shape[0]
   if nblk == 0 or iterations <= 0:
     return force, jnp.zeros((), jnp.int32)
-  W = dynamics.solve_ld(qLD, J.T).T  # rows of J M^-1, (nefc, nv)
+  W = _rows_minv(qLD, J, active)  # rows of J M^-1, (nefc, nv); zero on inactive rows
   if slot_friction.shape[0]:
     fric_b = slot_friction[blk.slot]  # (nblk, 5)
   else:
@@ -257,14 +263,53 @@ def solve(
   # slots (dog: 2400 blocks) and few contacts, a scan over every slot is mostly sequential no-ops.
   # A while_loop has no reverse mode, so derivatives come from the scan over every block, which
   # computes the same forces (an inactive block changes nothing).
-  run = jax.custom_jvp(functools.partial(_sweeps, True, iterations))
-  run.defjvp(lambda p, t: jax.jvp(functools.partial(_sweeps, False, iterations), p, t))
+  kinds = tuple(int(k) for k in np.unique(blk.kind))
+  run = jax.custom_jvp(functools.partial(_sweeps, True, iterations, kinds))
+  run.defjvp(lambda p, t: jax.jvp(functools.partial(_sweeps, False, iterations, kinds), p, t))
   return run(*args)
+
+
+CHUNK = 32  # rows of J M^-1 per solve in _rows_minv
+
+
+def _rows_minv_every(qLD: jax.Array, J: jax.Array, active: jax.Array) -> jax.Array:
+  return jnp.where(active[:, None], dynamics.solve_ld(qLD, J.T).T, 0.0)
+
+
+@jax.custom_jvp
+def _rows_minv(qLD: jax.Array, J: jax.Array, active: jax.Array) -> jax.Array:
+  """J M^-1 (nefc, nv) on the active rows, zero on the others.
+
+  The sweeps read W only through active rows and their forces (an inactive row's force is zero),
+  so the rest need not be solved for: the active rows are solved CHUNK at a time in a while_loop
+  that stops after the last (dog: 13 of 890 rows in contact, and solve_ld's passes cost in
+  proportion to the columns). Derivatives are those of every row's solve, masked the same way
+  (a while_loop has no reverse mode).
+  """
+  nefc, nv = J.shape
+  if not nefc or not nv:
+    return jnp.zeros_like(J)
+  chunk = min(CHUNK, nefc)
+  count = jnp.cumsum(active.astype(jnp.int32))
+  Jp = jnp.concatenate([J, jnp.zeros((1, nv), J.dtype)])
+
+  def body(c):
+    i, W = c
+    idx = math.ranked(count, i * chunk, chunk)  # nefc past the last active row
+    W = W.at[idx].set(dynamics.solve_ld(qLD, Jp[idx].T).T, mode='drop')
+    return i + 1, W
+
+  init = (jnp.zeros((), jnp.int32), jnp.zeros_like(J))
+  return jax.lax.while_loop(lambda c: c[0] * chunk < count[-1], body, init)[1]
+
+
+_rows_minv.defjvp(lambda p, t: jax.jvp(_rows_minv_every, p, t))
 
 
 def _sweeps(
   fast: bool,
   iterations: int,
+  kinds: tuple[int, ...],
   W: jax.Array,
   J: jax.Array,
   qacc_smooth: jax.Array,
@@ -303,7 +348,7 @@ def _sweeps(
     A = Jb @ Wb.T
     res = Jb @ qacc - arefp[rows]
     old = fp[rows]
-    new, change = _block_update(k, A, res, old, flossp[rows[0]], fp[nrm], fric, n)
+    new, change = _block_update(kinds, k, A, res, old, flossp[rows[0]], fp[nrm], fric, n)
     live = activep[rows[0]] & pair_on & running[isl]
     new = jnp.where(live, new, old)
     delta = jnp.where(rows < nefc, new - old, 0.0)
