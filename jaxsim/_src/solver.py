@@ -227,6 +227,32 @@ def _chunked(h: jax.Array, mask: jax.Array, k: int, term) -> jax.Array:
   return jax.lax.while_loop(more, add, (h, jnp.asarray(k, jnp.int32)))[0]
 
 
+# J' force over the rows with a force only where J is this large (entries): dog (890 x 85 rows
+# and dofs) solves 11% faster, dm_control's humanoid (235 x 27) 3% slower (the gather and its
+# loop cost more than the rows they skip)
+JT_COMPACT = 1 << 15
+
+
+def _jt(J: jax.Array, f: jax.Array, rows: int | None, absolute: bool = False) -> jax.Array:
+  """J' f (nv,) (|J|' |f| if absolute) over the rows where f is nonzero (forces: active rows
+  only), `rows` at a time as the Hessian's buffer (_chunked), where J has at least
+  JT_COMPACT entries; every row at once for a smaller J or without a buffer."""
+  nefc = f.shape[0]
+  if rows is None or rows >= nefc or J.size < JT_COMPACT:
+    if absolute:
+      # one fused reduction of |J_ij f_i|: |J| alone is loop-invariant, and XLA would store it
+      # for a matmul, a temporary as large as J (the same time, less memory)
+      return jnp.sum(jnp.abs(J * f[:, None]), axis=0)
+    return J.T @ f
+
+  def term(pick):
+    jk = jnp.take(J, pick, axis=0, mode='fill', fill_value=0)
+    fk = jnp.take(f, pick, mode='fill', fill_value=0)
+    return jnp.abs(jk).T @ jnp.abs(fk) if absolute else jk.T @ fk
+
+  return _chunked(jnp.zeros(J.shape[1], J.dtype), f != 0, rows, term)
+
+
 class _Line(NamedTuple):
   """The cost along the search direction (PrimalPrepare), with everything that does not depend
   on the step length computed once per line search."""
@@ -682,7 +708,7 @@ def _primal(cfg: _Config, r: RowClasses, p: _Problem, x: _Path):
   def evaluate(ma, jaref):
     """Forces, states, cost gradient and preconditioned gradient at a point."""
     upd = update_constraint(p, r, jaref, cfg.newton and cfg.ellipse)
-    grad = ma - p.qfrc_smooth - p.J.T @ upd.force
+    grad = ma - p.qfrc_smooth - _jt(p.J, upd.force, cfg.hessian_rows)
     if cfg.newton:
       mgrad = dynamics.solve_spd(_hessian(p, r, upd, cfg.hessian_rows), grad)
     else:
@@ -694,9 +720,7 @@ def _primal(cfg: _Config, r: RowClasses, p: _Problem, x: _Path):
     its terms (M qacc, qfrc_smooth and J' force, these summed from the rows' J_ij force_i)."""
     ok = scale * norm(grad) < tol
     if rounding:
-      # |J|' |force| as one fused reduction of |J_ij force_i|: |J| alone is loop-invariant, and
-      # XLA would store it for a matmul, a temporary as large as J (the same time, less memory)
-      jf = jnp.sum(jnp.abs(p.J * force[:, None]), axis=0)
+      jf = _jt(p.J, force, cfg.hessian_rows, absolute=True)  # |J|' |force|
       terms = jnp.abs(ma) + jnp.abs(p.qfrc_smooth) + jf
       ok = ok | (norm(grad) < rounding * norm(terms))
     return ok
