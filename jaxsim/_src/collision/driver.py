@@ -379,7 +379,16 @@ def collision(m: Model, d: Data) -> Data:
   pairs_ = {'geom1': cat('geom1'), 'geom2': cat('geom2')}
   ipairs = cat('ipair')
   margins, gaps = _margin_gap(m, pairs_['geom1'], pairs_['geom2'], ipairs)
-  oks, sgaps = broadphase.sphere_test(m, d, pairs_['geom1'], pairs_['geom2'], margins + gaps)
+  # the oriented-box test where it narrows what a costly collider runs on: GJK/EPA and height
+  # field groups, and groups with a static limit (broadphase.limit) that it selects from
+  limits = [broadphase.limit(g['geom1'], g['geom2'], g['convex'], requested) for g in grps]
+  obb = np.concatenate(
+    [
+      np.full(len(g['geom1']), g['convex'] or g['hfield'] >= 0 or k < len(g['geom1']))
+      for g, k in zip(grps, limits, strict=True)
+    ]
+  )
+  oks, sgaps = broadphase.sphere_test(m, d, pairs_['geom1'], pairs_['geom2'], margins + gaps, obb)
   pairs_.update(contact_params(m, pairs_['geom1'], pairs_['geom2'], ipairs), includemargin=margins)
   start = np.cumsum([0] + [len(g['geom1']) for g in grps])
   for gi, grp in enumerate(grps):
@@ -388,7 +397,7 @@ def collision(m: Model, d: Data) -> Data:
     margin, gap, ok, sgap = margins[lo:hi], gaps[lo:hi], oks[lo:hi], sgaps[lo:hi]
     hid = grp['hfield']
     npg = len(g1)
-    k = broadphase.limit(g1, g2, grp['convex'], requested)
+    k = limits[gi]
     idx = None
     if k < npg:
       idx, over = broadphase.select(ok, sgap, k)
