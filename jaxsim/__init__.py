@@ -14,6 +14,7 @@ from jaxsim._src.enums import EqType as EqType
 from jaxsim._src.enums import GainType as GainType
 from jaxsim._src.enums import GeomType as GeomType
 from jaxsim._src.enums import IntegratorType as IntegratorType
+from jaxsim._src.enums import JacobianType as JacobianType
 from jaxsim._src.enums import JointType as JointType
 from jaxsim._src.enums import SolverType as SolverType
 from jaxsim._src.enums import TrnType as TrnType
@@ -34,6 +35,7 @@ from jaxsim._src.model import with_max_geom_pairs as with_max_geom_pairs
 from jaxsim._src.model import with_ncon_max as with_ncon_max
 from jaxsim._src.model import with_options as with_options
 from jaxsim._src.rollout import rollout as rollout
+from jaxsim._src.sparse import efc_J_dense as efc_J_dense
 from jaxsim._src.stages import unsupported as unsupported
 from jaxsim._src.types import Contact as Contact
 from jaxsim._src.types import Data as Data

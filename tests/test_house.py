@@ -238,6 +238,7 @@ ENUMS = {
   enums.DataType: (mujoco.mjtDataType, 'mjDATATYPE_'),
   enums.CamLight: (mujoco.mjtCamLight, 'mjCAMLIGHT_'),
   enums.WarningType: (mujoco.mjtWarning, 'mjWARN_'),
+  enums.JacobianType: (mujoco.mjtJacobian, 'mjJAC_'),
 }
 JAXSIM_ONLY = {'IntegratorType.VARIATIONAL'}
 

@@ -14,7 +14,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxsim._src import kinematics, math
+from jaxsim._src import kinematics, math, sparse
 from jaxsim._src.enums import (
   MAXIMP,
   MINIMP,
@@ -155,10 +155,15 @@ def _kb(ref: jax.Array, dmax: jax.Array) -> tuple[jax.Array, jax.Array]:
 
 
 class RowBuffer:
-  """Per-row values of each kind, gathered and scattered into their slots once per field."""
+  """Per-row values of each kind, gathered and scattered into their slots once per field.
+
+  The Jacobian 'j' has ncol columns: nv (dense), or `width` compact entries whose columns are
+  'colind' (sparse.py; a kind's narrower entries are padded with value 0 at column 0).
+  """
 
   SHAPES = {
     'j': None,
+    'colind': None,
     'pos': (),
     'margin': (),
     'frictionloss': (),
@@ -173,23 +178,33 @@ class RowBuffer:
 
   MAX_RUNS = 64  # beyond this many runs of consecutive rows, `get` scatters
 
-  def __init__(self, nefc: int, nv: int, dtype):
-    self.nefc, self.nv, self.dtype = nefc, nv, dtype
+  def __init__(self, nefc: int, nv: int, dtype, width: int = 0):
+    self.nefc, self.nv, self.dtype, self.width = nefc, nv, dtype, width
     self.parts: dict[str, list] = {k: [] for k in self.SHAPES}
+
+  def _tail(self, name: str) -> tuple[int, ...]:
+    if name == 'j':
+      return (self.width or self.nv,)
+    return (self.width,) if name == 'colind' else self.SHAPES[name]
+
+  def _dtype(self, name: str):
+    return {'active': bool, 'colind': jnp.int32}.get(name, self.dtype)
 
   def set(self, rows: np.ndarray, **values):
     """Values (n, k, ...) or broadcastable to it, for rows (n, k) or (n,)."""
     for name, v in values.items():
-      tail = (self.nv,) if name == 'j' else self.SHAPES[name]
-      dtype = bool if name == 'active' else self.dtype
-      v = jnp.broadcast_to(jnp.asarray(v, dtype), rows.shape + tail)
+      tail = self._tail(name)
+      v = jnp.asarray(v, self._dtype(name))
+      if self.width and name in ('j', 'colind') and v.shape[-1] < self.width:
+        v = jnp.pad(v, [(0, 0)] * (v.ndim - 1) + [(0, self.width - v.shape[-1])])
+      v = jnp.broadcast_to(v, rows.shape + tail)
       self.parts[name].append((rows.reshape(-1), v.reshape((-1,) + tail)))
 
   def get(self, name: str, mask: jax.Array | None = None) -> jax.Array:
     """The field over all rows, zero (False) where no kind set it, and where `mask` (nefc,) is
     False (applied to each part before they are joined: no unmasked copy of a (nefc, nv) field
     is stored)."""
-    tail = (self.nv,) if name == 'j' else self.SHAPES[name]
+    tail = self._tail(name)
 
     def masked(v, rows):
       if mask is None:
@@ -197,7 +212,7 @@ class RowBuffer:
       keep = mask[rows].reshape(rows.shape + (1,) * len(tail))
       return jnp.where(keep, v, jnp.zeros((), v.dtype))
 
-    dtype = bool if name == 'active' else self.dtype
+    dtype = self._dtype(name)
     parts = self.parts[name]
     if not parts:
       return jnp.zeros((self.nefc,) + tail, dtype)
@@ -243,9 +258,15 @@ def _equality(m: Model, d: Data, lay: Layout, r: RowBuffer) -> None:
   if ids.size:
     rows = _first_rows(lay, ConstraintType.EQUALITY, ids)[:, None] + np.arange(3)
     p1, p2, b1, b2 = _eq_anchors(m, d, ids, weld=False)
-    jp1, _ = kinematics.jac_batch(m, d, p1, jnp.asarray(b1))
-    jp2, _ = kinematics.jac_batch(m, d, p2, jnp.asarray(b2))
-    jac = jp1 - jp2
+    if lay.efc_width:
+      jp1, _, c1 = kinematics.jac_compact(m, d, p1, jnp.asarray(b1), lay.body_dofs)
+      jp2, _, c2 = kinematics.jac_compact(m, d, p2, jnp.asarray(b2), lay.body_dofs)
+      cols, jac = sparse.merge(c1, jp1, c2, -jp2)
+      r.set(rows, colind=cols[:, None])
+    else:
+      jp1, _ = kinematics.jac_batch(m, d, p1, jnp.asarray(b1))
+      jp2, _ = kinematics.jac_batch(m, d, p2, jnp.asarray(b2))
+      jac = jp1 - jp2
     cpos = p1 - p2
     active = eq_active[ids] & jnp.any(jac != 0, axis=(1, 2))
     r.set(rows, j=jac, pos=cpos, active=jnp.broadcast_to(active[:, None], rows.shape))
@@ -256,17 +277,26 @@ def _equality(m: Model, d: Data, lay: Layout, r: RowBuffer) -> None:
   if ids.size:
     rows = _first_rows(lay, ConstraintType.EQUALITY, ids)[:, None] + np.arange(6)
     p1, p2, b1, b2 = _eq_anchors(m, d, ids, weld=True)
-    jp1, jr1 = kinematics.jac_batch(m, d, p1, jnp.asarray(b1))
-    jp2, jr2 = kinematics.jac_batch(m, d, p2, jnp.asarray(b2))
+    if lay.efc_width:
+      jp1, jr1, c1 = kinematics.jac_compact(m, d, p1, jnp.asarray(b1), lay.body_dofs)
+      jp2, jr2, c2 = kinematics.jac_compact(m, d, p2, jnp.asarray(b2), lay.body_dofs)
+      both = jnp.concatenate([jp1, jr1], axis=1), -jnp.concatenate([jp2, jr2], axis=1)
+      cols, dif = sparse.merge(c1, both[0], c2, both[1])  # jac1 - jac2 on the union of chains
+      dp, dr = dif[:, :3], dif[:, 3:]
+      r.set(rows, colind=cols[:, None])
+    else:
+      jp1, jr1 = kinematics.jac_batch(m, d, p1, jnp.asarray(b1))
+      jp2, jr2 = kinematics.jac_batch(m, d, p2, jnp.asarray(b2))
+      dp, dr = jp1 - jp2, jr1 - jr2
     torquescale = m.eq_data[ids, 10]
     quat, _, q1, _ = weld_quats(m, d, ids)
     neg1 = math.quat_neg(q1)
     crot = math.quat_mul(neg1, quat)[:, 1:] * torquescale[:, None]
     # rotation Jacobian: 0.5 * neg(q1) * (jac0 - jac1) * q0 * relpose, column by column
-    axis = jnp.swapaxes(jr1 - jr2, 1, 2)  # (n, nv, 3)
+    axis = jnp.swapaxes(dr, 1, 2)  # (n, nv, 3)
     q3 = math.quat_mul(_quat_mul_axis(neg1[:, None], axis), quat[:, None])
     jrot = jnp.swapaxes(0.5 * q3[..., 1:], 1, 2) * torquescale[:, None, None]
-    jac = jnp.concatenate([jp1 - jp2, jrot], axis=1)
+    jac = jnp.concatenate([dp, jrot], axis=1)
     cpos = jnp.concatenate([p1 - p2, crot], axis=1)
     active = eq_active[ids] & jnp.any(jac != 0, axis=(1, 2))
     diag = jnp.concatenate(
@@ -292,8 +322,11 @@ def _equality(m: Model, d: Data, lay: Layout, r: RowBuffer) -> None:
       qadr, dadr = np.asarray(m.jnt_qposadr), np.asarray(m.jnt_dofadr)
       pos1, ref1 = d.qpos[qadr[o1]], m.qpos0[qadr[o1]]
       pos2, ref2 = d.qpos[qadr[o2c]], m.qpos0[qadr[o2c]]
-      eye = jnp.eye(m.nv, dtype=r.dtype)
-      j1, j2 = eye[dadr[o1]], eye[dadr[o2c]]
+      if lay.efc_width:
+        j1 = j2 = jnp.ones((len(ids), 1, 1), r.dtype)  # one column each: the joints' dofs
+      else:
+        eye = jnp.eye(m.nv, dtype=r.dtype)
+        j1, j2 = eye[dadr[o1]], eye[dadr[o2c]]
       w1, w2 = m.dof_invweight0[dadr[o1]], m.dof_invweight0[dadr[o2c]]
     else:
       pos1, ref1 = d.ten_length[o1], m.tendon_length0[o1]
@@ -311,7 +344,14 @@ def _equality(m: Model, d: Data, lay: Layout, r: RowBuffer) -> None:
     deriv = data[:, 1] + 2 * data[:, 2] * dif + 3 * data[:, 3] * dif * dif
     deriv = deriv + 4 * data[:, 4] * dif * dif * dif
     cpos = pos1 - ref1 - data[:, 0] - jnp.where(has2, poly, 0.0)
-    jac = j1 - jnp.where(has2, deriv, 0.0)[:, None] * j2
+    if lay.efc_width:  # joint kind only (tendon rows keep efc_J dense: layout.efc_width)
+      c1, c2 = jnp.asarray(dadr[o1, None]), jnp.asarray(dadr[o2c, None])
+      scaled = -(jnp.where(has2, deriv, 0.0)[:, None, None] * j2)
+      cols, jac = sparse.merge(c1, j1, c2, scaled)
+      jac = jac[:, 0]
+      r.set(rows, colind=cols)
+    else:
+      jac = j1 - jnp.where(has2, deriv, 0.0)[:, None] * j2
     diag = w1 + jnp.where(has2, w2, 0.0)
     active = eq_active[ids] & jnp.any(jac != 0, axis=1)
     r.set(rows, j=jac, pos=cpos, imppos=cpos, diag=diag, active=active)
@@ -324,7 +364,11 @@ def _friction(m: Model, d: Data, lay: Layout, r: RowBuffer) -> None:
   if rows.size:
     ids = lay.id[rows]
     fl = m.dof_frictionloss[ids]
-    r.set(rows, j=jnp.eye(m.nv, dtype=r.dtype)[ids], frictionloss=fl, active=fl != 0)
+    if lay.efc_width:
+      r.set(rows, j=jnp.ones((len(ids), 1), r.dtype), colind=ids[:, None])
+    else:
+      r.set(rows, j=jnp.eye(m.nv, dtype=r.dtype)[ids])
+    r.set(rows, frictionloss=fl, active=fl != 0)
     r.set(rows, diag=m.dof_invweight0[ids], solref=m.dof_solref[ids], solimp=m.dof_solimp[ids])
   rows = np.flatnonzero(lay.type == ConstraintType.FRICTION_TENDON)
   if rows.size:
@@ -359,7 +403,11 @@ def _limit(m: Model, d: Data, lay: Layout, r: RowBuffer) -> None:
       lim = jnp.where(side > 0, rng[sel, 1], rng[sel, 0])
       dist = side * (lim - value)
       margin = m.jnt_margin[i]
-      r.set(rw, j=-side[:, None] * eye[dadr[sel]], pos=dist, imppos=dist, active=dist < margin)
+      if lay.efc_width:
+        r.set(rw, j=-side[:, None], colind=dadr[sel, None])
+      else:
+        r.set(rw, j=-side[:, None] * eye[dadr[sel]])
+      r.set(rw, pos=dist, imppos=dist, active=dist < margin)
       r.set(rw, margin=margin, impmargin=margin)
     sel = jt == JointType.BALL
     if sel.any():
@@ -368,7 +416,11 @@ def _limit(m: Model, d: Data, lay: Layout, r: RowBuffer) -> None:
       axis, value = math.normalize3(math.quat_to_vel(quat))
       dist = jnp.maximum(rng[sel, 0], rng[sel, 1]) - value
       cols = dadr[sel, None] + np.arange(3)
-      jac = jnp.zeros((len(rw), m.nv), r.dtype).at[np.arange(len(rw))[:, None], cols].set(-axis)
+      if lay.efc_width:
+        jac = -axis
+        r.set(rw, colind=cols)
+      else:
+        jac = jnp.zeros((len(rw), m.nv), r.dtype).at[np.arange(len(rw))[:, None], cols].set(-axis)
       margin = m.jnt_margin[i]
       active = (dist < margin) & jnp.any(jac != 0, axis=1)
       r.set(rw, j=jac, pos=dist, imppos=dist, active=active, margin=margin, impmargin=margin)
@@ -412,7 +464,10 @@ def _contact(m: Model, d: Data, lay: Layout, r: RowBuffer) -> tuple[jax.Array, j
   tether = active & (con.dim[slots] < dims) if adhesive else jnp.zeros_like(active)
   frame = con.frame[slots]
   # contact frame rows: normal, tangents, then torsion and rolling (jacdif = jac2 - jac1)
-  jt, jr = kinematics.jac_dif_frame(m, d, frame, pos, b1, b2)
+  if lay.efc_width:
+    jt, jr, cols = kinematics.jac_dif_frame_compact(m, d, frame, pos, b1, b2, lay.body_dofs)
+  else:
+    jt, jr = kinematics.jac_dif_frame(m, d, frame, pos, b1, b2)
 
   def jc(s, lo, hi):
     """Frame rows lo:hi (of normal, 2 tangents, 3 rotational) of slots s: (len(s), hi-lo, nv)."""
@@ -437,6 +492,8 @@ def _contact(m: Model, d: Data, lay: Layout, r: RowBuffer) -> tuple[jax.Array, j
     if adhesive and dim > 1:
       act = act & ((np.arange(nrow) == 0) | ~tether[s, None])
     dd, mm = dist[s, None], margin[s, None]
+    if lay.efc_width:
+      r.set(rows, colind=cols[s][:, None])
     if dim == 1 or not pyramidal:
       jac = jc(s, 0, dim)
       first = np.arange(dim) == 0
@@ -497,7 +554,7 @@ def adhesion_moment(m: Model, d: Data, body: np.ndarray) -> jax.Array:
 def make_constraint(m: Model, d: Data) -> Data:
   """Constraint rows, D, R and KBIP at the current positions (mj_makeConstraint).
 
-  Sets efc_J (nefc, nv), efc_pos, efc_margin, efc_frictionloss, efc_D, efc_R (nefc,),
+  Sets efc_J (nefc, nv; or compact rows and efc_J_colind: sparse.py), efc_pos, efc_margin, efc_frictionloss, efc_D, efc_R (nefc,),
   efc_KBIP (nefc, 4), efc_active, efc_type, efc_id (nefc,), contact.efc_address and
   contact.mu (ncon,). Needs kinematics, com_pos, tendon and collision.
   """
@@ -510,7 +567,7 @@ def make_constraint(m: Model, d: Data) -> Data:
         efc_address=jnp.full(ncon, -1, jnp.int32), mu=jnp.zeros(ncon, dtype)
       )
     )
-  r = RowBuffer(nefc, m.nv, dtype)
+  r = RowBuffer(nefc, m.nv, dtype, lay.efc_width)
   if lay.ne:
     _equality(m, d, lay, r)
   _friction(m, d, lay, r)
@@ -575,6 +632,7 @@ def make_constraint(m: Model, d: Data) -> Data:
   )
   return d.replace(
     efc_J=r.get('j', mask=act),
+    efc_J_colind=r.get('colind'),
     efc_pos=on(r.get('pos')),
     efc_margin=on(r.get('margin')),
     efc_frictionloss=on(r.get('frictionloss')),
@@ -712,7 +770,7 @@ def reference(m: Model, d: Data) -> Data:
   lay = layout_of(m)
   if not lay.nefc:
     return d
-  vel = d.efc_J @ d.qvel
+  vel = sparse.jacobian(d) @ d.qvel
   if has_surfacevel(m) and len(lay.contact_efcadr):
     vel = vel + _surface_vel(m, d, lay)
   kbip = d.efc_KBIP

@@ -70,6 +70,14 @@ class ConeType(enum.IntEnum):
   ELLIPTIC = 1
 
 
+class JacobianType(enum.IntEnum):
+  """mjtJacobian: the constraint Jacobian's storage (jaxsim: dense (nefc, nv) or compact rows)."""
+
+  DENSE = 0
+  SPARSE = 1
+  AUTO = 2
+
+
 class TrnType(enum.IntEnum):
   """mjtTrn."""
 

@@ -35,12 +35,12 @@ def inv_constraint(m: Model, d: Data, layout: Any = None) -> Data:
     return d.replace(qfrc_constraint=jnp.zeros(m.nv, d.qacc.dtype))
   rows = lay.rows if layout is None else row_classes(lay)
   p = solver.problem(d, rows)
-  jar = d.efc_J @ d.qacc - d.efc_aref
+  jar = p.J @ d.qacc - d.efc_aref
   upd = solver.update_constraint(p, rows, jar, False)
   return d.replace(
     efc_force=upd.force,
     efc_state=upd.state.astype(jnp.int32),
-    qfrc_constraint=d.efc_J.T @ upd.force,
+    qfrc_constraint=p.J.tmul(upd.force),
   )
 
 

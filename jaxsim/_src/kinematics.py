@@ -269,7 +269,50 @@ def jac_dif_frame(
   com = d.subtree_com[root]  # (nv, 3): the frame origin of each dof's tree
   ang, lin = d.cdof[:, :3].T, d.cdof[:, 3:].T  # (3, nv)
   off = [point[:, i, None] - com[None, :, i] for i in range(3)]  # (n, nv)
-  # mju_cross(cdof_ang, offset) + cdof_lin
+  return _dif_rows(frame, sign, lin, ang, off)
+
+
+def jac_dif_frame_compact(
+  m: Model,
+  d: Data,
+  frame: jax.Array,
+  point: jax.Array,
+  body1: jax.Array,
+  body2: jax.Array,
+  chain: np.ndarray,
+) -> tuple[jax.Array, jax.Array, jax.Array]:
+  """jac_dif_frame on the dofs of the two bodies' chains only: rows (n, 3, 2C) each and their
+  columns (n, 2C), the entries of body1's chain then body2's.
+
+  chain (nbody, C): layout.body_dofs. Each entry is the dense Jacobian's value at its column,
+  computed the same way (so bitwise equal); the dofs the two chains share hold 0 in both
+  halves (jac2 - jac1 is 0 there, as mj_jacDifPair skips them), and so do the padding entries.
+  """
+  dtype = d.cdof.dtype
+  ch = jnp.asarray(chain)
+  c1, c2 = ch[body1], ch[body2]  # (n, C)
+  v1, v2 = c1 >= 0, c2 >= 0
+  shared = (c1[:, :, None] == c2[:, None, :]) & v1[:, :, None]  # (n, C, C)
+  sign = jnp.concatenate(
+    [
+      jnp.where(v1 & ~jnp.any(shared, axis=2), -1.0, 0.0),
+      jnp.where(v2 & ~jnp.any(shared, axis=1), 1.0, 0.0),
+    ],
+    axis=1,
+  ).astype(dtype)
+  cols = jnp.maximum(jnp.concatenate([c1, c2], axis=1), 0)  # (n, 2C)
+  root = jnp.asarray(np.asarray(m.body_rootid)[np.asarray(m.dof_bodyid)])
+  com = d.subtree_com[root[cols]]  # (n, 2C, 3)
+  cdof = d.cdof[cols]  # (n, 2C, 6)
+  ang, lin = jnp.moveaxis(cdof[..., :3], -1, 0), jnp.moveaxis(cdof[..., 3:], -1, 0)  # (3, n, 2C)
+  off = [point[:, i, None] - com[..., i] for i in range(3)]
+  jp, jr = _dif_rows(frame, sign, lin, ang, off)
+  return jp, jr, cols
+
+
+def _dif_rows(frame, sign, lin, ang, off):
+  """frame times the signed point Jacobian: rows (n, 3, k) from per-component terms (k,) or
+  (n, k): sign * (cdof_lin + cdof_ang x offset) (mju_cross order), sign * cdof_ang."""
   jp = [
     sign * (lin[i] + (ang[(i + 1) % 3] * off[(i + 2) % 3] - ang[(i + 2) % 3] * off[(i + 1) % 3]))
     for i in range(3)
@@ -283,9 +326,36 @@ def jac_dif_frame(
   return rows(jp), rows(jr)
 
 
+def jac_compact(
+  m: Model, d: Data, point: jax.Array, body: jax.Array, chain: np.ndarray
+) -> tuple[jax.Array, jax.Array, jax.Array]:
+  """mj_jac of points (n, 3) on bodies (n,) on the dofs of their chains: jacp, jacr (n, 3, C)
+  and the columns (n, C) (padding: column -1, value 0). chain: layout.body_dofs (nbody, C)."""
+  c = jnp.asarray(chain)[body]  # (n, C)
+  valid = (c >= 0)[..., None]
+  cols = jnp.maximum(c, 0)
+  offset = point - d.subtree_com[jnp.asarray(m.body_rootid)[body]]  # (n, 3)
+  cdof = d.cdof[cols]  # (n, C, 6)
+  jacr = cdof[..., :3] * valid
+  jacp = (cdof[..., 3:] + jnp.cross(cdof[..., :3], offset[:, None])) * valid
+  return jnp.swapaxes(jacp, 1, 2), jnp.swapaxes(jacr, 1, 2), c
+
+
 def apply_ft(
   m: Model, d: Data, force: jax.Array, torque: jax.Array, point: jax.Array, body: jax.Array
 ) -> jax.Array:
-  """Generalized force (nv,) of forces and torques (n, 3) at points on bodies (mj_applyFT)."""
-  jacp, jacr = jac_batch(m, d, point, body)
-  return jnp.einsum('nij,ni->j', jacp, force) + jnp.einsum('nij,ni->j', jacr, torque)
+  """Generalized force (nv,) of forces and torques (n, 3) at points on bodies (mj_applyFT).
+
+  J' f without the Jacobians (n, 3, nv): each wrench becomes a spatial force about its tree's
+  origin (the subtree com of its root, where cdof is expressed: jacp' f + jacr' t = cdof .
+  (t + offset x f, f)), the wrenches are summed per body, then over each body's subtree
+  (m.tree_subtree, as mj_rne's backward pass), and each dof takes cdof . its body's sum.
+  """
+  dtype = d.cdof.dtype
+  if not m.nv or not point.shape[0]:
+    return jnp.zeros(m.nv, dtype)
+  offset = point - d.subtree_com[jnp.asarray(m.body_rootid)[body]]
+  wrench = jnp.concatenate([torque + jnp.cross(offset, force), force], axis=-1)  # (n, 6)
+  per_body = jax.ops.segment_sum(wrench, jnp.asarray(body), num_segments=m.nbody)
+  subtree = jnp.asarray(m.tree_subtree, dtype=dtype) @ per_body  # (nbody, 6)
+  return jnp.sum(d.cdof * subtree[np.asarray(m.dof_bodyid)], axis=-1)

@@ -41,7 +41,15 @@ import numpy as np
 
 from jaxsim._src.collision import convex, hfield, pairs, primitive
 from jaxsim._src.collision.geom import Contacts
-from jaxsim._src.enums import ConeType, ConstraintType, DisableBit, EqType, GeomType, JointType
+from jaxsim._src.enums import (
+  ConeType,
+  ConstraintType,
+  DisableBit,
+  EqType,
+  GeomType,
+  JacobianType,
+  JointType,
+)
 from jaxsim._src.types import Model
 
 MIN_BUDGET = 8  # slots of a capped condim class the default budget never goes below
@@ -78,7 +86,8 @@ HESSIAN_MIN_ROWS = 32
 def hessian_rows(m: Model, nefc: int | None = None) -> int:
   """Rows of the Newton Hessian's compact buffer (static): the model's setting
   (`jaxsim.with_hessian_rows`, kept in collision_pairs['hessian_rows']: -1 every row) or the
-  default rule, every row up to HESSIAN_ALL_ROWS rows, else max(HESSIAN_MIN_ROWS, nv).
+  default rule, every row up to HESSIAN_ALL_ROWS rows, else max(HESSIAN_MIN_ROWS, nv)
+  (HESSIAN_MIN_ROWS with a compact constraint Jacobian).
 
   Arguments:
     m: the model (nv and its setting are read).
@@ -93,6 +102,11 @@ def hessian_rows(m: Model, nefc: int | None = None) -> int:
     return max(1, min(int(asked), nefc))
   if asked is not None or nefc <= HESSIAN_ALL_ROWS:
     return nefc
+  lay = m.layout
+  if lay is not None and lay.efc_width and nefc == lay.nefc:
+    # a compact Jacobian's buffer rows are made dense (k, nv): a fixed k keeps them linear in
+    # the model's size (the passes repeat where more rows are quadratic)
+    return min(nefc, HESSIAN_MIN_ROWS)
   return min(nefc, max(HESSIAN_MIN_ROWS, m.nv))
 
 
@@ -584,11 +598,12 @@ def row_classes(efc: Any) -> RowClasses:
 
 def options_key(m: Model) -> tuple:
   """What a layout depends on beyond the model's structure: the disable flags it reads, the
-  cone, and the contact budget asked for (with_ncon_max)."""
+  cone, the Jacobian's storage and the contact budget asked for (with_ncon_max)."""
   cp = m.collision_pairs
   return (
     int(int(m.opt.disableflags) & LAYOUT_FLAGS),
     int(m.opt.cone),
+    int(m.opt.jacobian),
     repr(cp.get('nconmax', 'unset')),
   )
 
@@ -626,6 +641,65 @@ def _freeze(x: Any) -> Any:
   return x
 
 
+# ------------------------------------------------------------------------------ compact Jacobian
+
+
+def body_dofs(m: Model) -> np.ndarray:
+  """The dofs that move each body (its own and its ancestors'), ascending, padded with -1:
+  (nbody, C), C the most any body has (a contact row's nonzero columns are among its two
+  bodies' dofs: mj_jacDifPair's chains)."""
+  parent = np.asarray(m.body_parentid)
+  adr, num = np.asarray(m.body_dofadr), np.asarray(m.body_dofnum)
+  nbody = len(parent)
+  own = [list(range(adr[b], adr[b] + num[b])) if num[b] > 0 else [] for b in range(nbody)]
+  chains: list[list[int]] = []
+  for b in range(nbody):  # bodies are numbered after their parents (MuJoCo's order)
+    chains.append((chains[parent[b]] if b else []) + own[b])
+  width = max((len(c) for c in chains), default=0)
+  out = np.full((nbody, width), -1, np.int32)
+  for b, c in enumerate(chains):
+    out[b, : len(c)] = sorted(c)
+  return out
+
+
+def efc_width(m: Model, efc: EfcRows, chain: int) -> int:
+  """Columns per row of the compact constraint Jacobian, 0 for the dense (nefc, nv) one.
+
+  opt.jacobian (mjtJacobian): dense keeps it dense; sparse makes it compact wherever every
+  row kind has a compact form; auto (MuJoCo's default) where, besides, the compact form is the
+  smaller: 2 x width (values and column ids) < nv. A contact or connect/weld row reaches the
+  dofs of two bodies (2 x `chain` columns), a joint limit, joint equality or dof friction row
+  one to three; tendon rows (limits, friction, equality) keep the Jacobian dense.
+  """
+  if not efc.nefc or int(m.opt.jacobian) == JacobianType.DENSE:
+    return 0
+  typ = efc.type
+  tendon = (ConstraintType.FRICTION_TENDON, ConstraintType.LIMIT_TENDON)
+  if np.isin(typ, tendon).any():
+    return 0
+  eq = np.asarray(m.eq_type)[np.unique(efc.id[: efc.ne])] if efc.ne else np.zeros(0, int)
+  if np.isin(eq, (EqType.TENDON,)).any():
+    return 0
+  width = 1
+  if np.isin(typ, _CONTACT_TYPES).any() or np.isin(eq, (EqType.CONNECT, EqType.WELD)).any():
+    width = max(width, 2 * chain)
+  if (eq == EqType.JOINT).any():
+    width = max(width, 2)
+  limits = efc.id[typ == ConstraintType.LIMIT_JOINT]
+  if (np.asarray(m.jnt_type)[limits] == JointType.BALL).any():
+    width = max(width, 3)
+  if int(m.opt.jacobian) == JacobianType.AUTO and 2 * width >= m.nv:
+    return 0
+  return width
+
+
+_CONTACT_TYPES = (
+  ConstraintType.CONTACT_FRICTIONLESS,
+  ConstraintType.CONTACT_PYRAMIDAL,
+  ConstraintType.CONTACT_ELLIPTIC,
+)
+
+
 @dataclasses.dataclass(frozen=True, eq=False)
 class Layout:
   """A model's static layout (see the module docstring), NumPy arrays and ints, read-only;
@@ -652,6 +726,8 @@ class Layout:
   contact_nrow: np.ndarray  # (ncon,) rows of each contact slot
   contact_dim: np.ndarray  # (ncon,) condim of each contact slot
   rows: RowClasses  # the solver's row classes
+  body_dofs: np.ndarray  # (nbody, C) dofs moving each body, -1 padded (`body_dofs`)
+  efc_width: int  # columns per row of the compact efc_J; 0: dense (nefc, nv) (`efc_width`)
   _digest: bytes = dataclasses.field(default=b'', repr=False)
 
   def __post_init__(self):
@@ -689,6 +765,7 @@ def make_layout(m: Model) -> Layout:
   else:
     c1, c2 = g1, g2
   efc = efc_rows(m, np.asarray(b.dim, np.int32))
+  chains = body_dofs(m)
   return Layout(
     options_key(m),
     tuple(grps),
@@ -700,6 +777,8 @@ def make_layout(m: Model) -> Layout:
     c2,
     *efc,
     rows=row_classes(efc),
+    body_dofs=chains,
+    efc_width=efc_width(m, efc, chains.shape[1]),
   )
 
 

@@ -13,7 +13,7 @@ import jax.numpy as jnp
 
 from jaxsim._src import layout, lengthrange
 from jaxsim._src.collision import pairs
-from jaxsim._src.enums import ConeType, IntegratorType, SolverType
+from jaxsim._src.enums import ConeType, IntegratorType, JacobianType, SolverType
 from jaxsim._src.setconst import set_const
 from jaxsim._src.types import Data, Model, make_model, static_fields
 from jaxsim._src.types import make_data as _make_data
@@ -94,7 +94,12 @@ def with_options(m: Model, **options) -> Model:
   """The model with some `opt` fields replaced (e.g. integrator='euler', iterations=2,
   disableflags=...), its layout of contacts and constraint rows (and so its Data sizes) made
   again where they change; make a new Data for it."""
-  enums = {'integrator': IntegratorType, 'solver': SolverType, 'cone': ConeType}
+  enums = {
+    'integrator': IntegratorType,
+    'solver': SolverType,
+    'cone': ConeType,
+    'jacobian': JacobianType,
+  }
   opt = m.opt
   for k, v in options.items():
     if k in enums and isinstance(v, str):

@@ -32,7 +32,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxsim._src import dynamics, noslip
+from jaxsim._src import dynamics, noslip, sparse
 from jaxsim._src.enums import MINVAL, ConstraintType, EqType, ObjType
 from jaxsim._src.types import Model
 
@@ -173,10 +173,11 @@ def pcg32_draws(n: int) -> np.ndarray:
   return out
 
 
-def row_trees(blk: Blocks, J: jax.Array, geom_tree1: jax.Array, geom_tree2: jax.Array):
+def row_trees(blk: Blocks, J: sparse.Jacobian, geom_tree1: jax.Array, geom_tree2: jax.Array):
   """Incidence of rows and trees, (nefc, ntree) bool, as mj_island's tree iterator finds it.
 
-  geom_tree1/2 (ncon,): trees of each contact slot's bodies (-1: static).
+  J: the constraint Jacobian (nefc, nv), dense or compact; geom_tree1/2 (ncon,): trees of each
+  contact slot's bodies (-1: static).
   """
   nefc = J.shape[0]
   ntree = blk.ntree
@@ -188,8 +189,12 @@ def row_trees(blk: Blocks, J: jax.Array, geom_tree1: jax.Array, geom_tree2: jax.
     contact = (c1 == t) | (c2 == t)
   else:
     contact = jnp.zeros((nefc, ntree), bool)
-  onehot = (blk.dof_treeid[:, None] == t).astype(J.dtype)  # (nv, ntree)
-  generic = (jnp.abs(J) > 0).astype(J.dtype) @ onehot > 0
+  if J.ind is None:
+    onehot = (blk.dof_treeid[:, None] == t).astype(J.dtype)  # (nv, ntree)
+    generic = (jnp.abs(J.val) > 0).astype(J.dtype) @ onehot > 0
+  else:
+    tree = jnp.asarray(blk.dof_treeid)[J.ind]  # (nefc, width)
+    generic = jnp.any((J.val != 0)[:, :, None] & (tree[:, :, None] == t), axis=1)
   kind = blk.row_tree[:, :1]
   return jnp.where(kind == -2, contact, jnp.where(kind == -3, generic, static))
 

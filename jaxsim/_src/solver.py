@@ -23,7 +23,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxsim._src import dynamics, noslip, pgs
+from jaxsim._src import dynamics, noslip, pgs, sparse
 from jaxsim._src.enums import (
   MINVAL,
   ConeType,
@@ -39,7 +39,7 @@ from jaxsim._src.types import Data, Model
 class _Problem(NamedTuple):
   """The dynamic inputs, fixed during a solve."""
 
-  J: jax.Array  # (nefc, nv)
+  J: sparse.Jacobian  # (nefc, nv), dense or compact rows
   D: jax.Array  # (nefc,)
   R: jax.Array  # (nefc,)
   floss: jax.Array  # (nefc,)
@@ -182,13 +182,17 @@ def _hessian(p: _Problem, r: RowClasses, upd: _Update, rows: int | None = None) 
   dq = jnp.where(upd.state == ConstraintState.QUADRATIC, p.D, 0.0)
   nefc = dq.shape[0]
   compact = rows is not None and rows < nefc
-  if not compact:
-    h = p.M + p.J.T @ (dq[:, None] * p.J)
+  if not compact and p.J.ind is None:
+    h = p.M + p.J.val.T @ (dq[:, None] * p.J.val)
   else:
+    # compact rows: dense rows of a buffer at a time (every row at once would be (nefc, nv))
+    rows = rows if compact else min(nefc, HESSIAN_COMPACT_ROWS)
+    compact = rows < nefc
     h = _chunked(p.M, dq > 0, rows, lambda pick: _jdj(p.J, dq, pick))
   nell = len(r.con)
   if nell:
-    jc = _gather(p.J, r)  # (nell, 6, nv)
+    jc = p.J.rows(r.rows.reshape(-1)).reshape(r.rows.shape + (-1,))
+    jc = jc * r.rmask[..., None]  # (nell, 6, nv), zero in padded slots
     kc = min(nell, max(1, rows // 6)) if compact else nell
     if kc < nell:
       hc = upd.hc
@@ -204,9 +208,14 @@ def _hessian(p: _Problem, r: RowClasses, upd: _Update, rows: int | None = None) 
   return h
 
 
-def _jdj(J: jax.Array, dq: jax.Array, pick: jax.Array) -> jax.Array:
+# rows per pass of the Hessian of a compact Jacobian summed without a layout's buffer (the
+# derivative's Hessian): its dense rows are formed this many at a time
+HESSIAN_COMPACT_ROWS = 64
+
+
+def _jdj(J: sparse.Jacobian, dq: jax.Array, pick: jax.Array) -> jax.Array:
   """J' D J over the rows `pick` (k,) of J (nefc, nv) and dq (nefc,); n (out of range) adds 0."""
-  jk = jnp.take(J, pick, axis=0, mode='fill', fill_value=0)
+  jk = J.rows(pick)
   dk = jnp.take(dq, pick, mode='fill', fill_value=0)
   return jk.T @ (dk[:, None] * jk)
 
@@ -233,24 +242,20 @@ def _chunked(h: jax.Array, mask: jax.Array, k: int, term) -> jax.Array:
 JT_COMPACT = 1 << 15
 
 
-def _jt(J: jax.Array, f: jax.Array, rows: int | None, absolute: bool = False) -> jax.Array:
+def _jt(J: sparse.Jacobian, f: jax.Array, rows: int | None, absolute: bool = False) -> jax.Array:
   """J' f (nv,) (|J|' |f| if absolute) over the rows where f is nonzero (forces: active rows
-  only), `rows` at a time as the Hessian's buffer (_chunked), where J has at least
-  JT_COMPACT entries; every row at once for a smaller J or without a buffer."""
+  only), `rows` at a time as the Hessian's buffer (_chunked), where J is dense with at least
+  JT_COMPACT entries or compact; every row at once for a smaller J or without a buffer."""
   nefc = f.shape[0]
-  if rows is None or rows >= nefc or J.size < JT_COMPACT:
-    if absolute:
-      # one fused reduction of |J_ij f_i|: |J| alone is loop-invariant, and XLA would store it
-      # for a matmul, a temporary as large as J (the same time, less memory)
-      return jnp.sum(jnp.abs(J * f[:, None]), axis=0)
-    return J.T @ f
+  if rows is None or rows >= nefc or (J.ind is None and J.val.size < JT_COMPACT):
+    return J.abs_tmul(f) if absolute else J.tmul(f)
 
   def term(pick):
-    jk = jnp.take(J, pick, axis=0, mode='fill', fill_value=0)
+    jk = J.rows(pick)
     fk = jnp.take(f, pick, mode='fill', fill_value=0)
     return jnp.abs(jk).T @ jnp.abs(fk) if absolute else jk.T @ fk
 
-  return _chunked(jnp.zeros(J.shape[1], J.dtype), f != 0, rows, term)
+  return _chunked(jnp.zeros(J.ncol, J.dtype), f != 0, rows, term)
 
 
 class _Line(NamedTuple):
@@ -819,7 +824,8 @@ def _primal_jvp(cfg: _Config, r: RowClasses, primals, tangents, run=None):
   upd = update_constraint(p, r, p.J @ qacc - p.aref, cfg.ellipse)
   h = _hessian(p, r, upd)
   _, dforce_p = jax.jvp(lambda p_: _force(r, p_, qacc), (p,), (dp,))
-  dg = dp.M @ qacc - dp.qfrc_smooth - dp.J.T @ force - p.J.T @ dforce_p
+  dJ = sparse.Jacobian(dp.J.val, p.J.ind, p.J.ncol)  # the columns have no tangent
+  dg = dp.M @ qacc - dp.qfrc_smooth - dJ.tmul(force) - p.J.tmul(dforce_p)
   dqacc = -dynamics.solve_spd(h, dg)
   _, dforce_q = jax.jvp(lambda q: _force(r, p, q), (qacc,), (dqacc,))
   float0 = jax.dtypes.float0
@@ -876,13 +882,13 @@ def _pgs(cfg: _Config, r: RowClasses, blk: pgs.Blocks, p: _Problem, x: _PGSPath)
     # the primal forces at qacc_warmstart, or zero where their dual cost is not negative
     f = update_constraint(p, r, jw, False).force
     b = jnp.where(p.active, p.J @ p.qacc_smooth - p.aref, 0.0)
-    arf = p.J @ dynamics.solve_ld(x.qLD, p.J.T @ f) + p.R * f
+    arf = p.J @ dynamics.solve_ld(x.qLD, p.J.tmul(f)) + p.R * f
     f = jnp.where(f @ b + 0.5 * f @ arf > 0, 0.0, f)
   else:
     f = jnp.zeros_like(p.aref)
   force, niter = pgs.solve(
     blk,
-    p.J,
+    p.J.dense(),  # PGS's blocks of J M^-1 J' are dense in rows and dofs
     x.qLD,
     p.qacc_smooth,
     f,
@@ -896,7 +902,7 @@ def _pgs(cfg: _Config, r: RowClasses, blk: pgs.Blocks, p: _Problem, x: _PGSPath)
     cfg.iterations,
     x.tolerance,
   )
-  qacc = p.qacc_smooth + dynamics.solve_ld(x.qLD, p.J.T @ force)
+  qacc = p.qacc_smooth + dynamics.solve_ld(x.qLD, p.J.tmul(force))
   state = noslip.dual_state(
     force, int(r.eq.sum()), int(r.fri.sum()), p.floss, p.active, r.rows, p.mu, p.fric, p.one
   )
@@ -918,7 +924,7 @@ def problem(d: Data, r: RowClasses) -> _Problem:
     mu, fric = jnp.zeros(0, dtype), jnp.zeros((0, 5), dtype)
     one = jnp.zeros(0, bool)
   return _Problem(
-    J=d.efc_J,
+    J=sparse.jacobian(d),
     D=jnp.where(d.efc_active, d.efc_D, 0.0),
     R=d.efc_R,
     floss=d.efc_frictionloss,
@@ -937,7 +943,7 @@ def solve(m: Model, d: Data, layout: Any = None) -> Data:
   """qacc, efc_force, efc_state, qfrc_constraint, solver_niter, solver_neval (mj_fwdConstraint,
   mj_solPrimal).
 
-  Reads efc_J (nefc, nv), efc_D, efc_R, efc_frictionloss, efc_aref, efc_active (nefc,), qM and its
+  Reads efc_J (nefc, nv; or compact rows with efc_J_colind), efc_D, efc_R, efc_frictionloss, efc_aref, efc_active (nefc,), qM and its
   L'DL factor qLD (nv, nv), qfrc_smooth, qacc_smooth, qacc_warmstart (nv,), contact mu and
   friction; `layout` is the static row layout (default the Model's, `m.layout`; any object with
   the fields of layout.EfcRows).
@@ -958,8 +964,8 @@ def solve(m: Model, d: Data, layout: Any = None) -> Data:
     r = row_classes(layout)
   nv, nefc = m.nv, r.nefc
   dtype = d.qacc_smooth.dtype
-  if d.efc_J.shape != (nefc, nv):
-    raise ValueError(f'efc_J has shape {d.efc_J.shape}; the layout needs {(nefc, nv)}')
+  if sparse.jacobian(d).shape != (nefc, nv):
+    raise ValueError(f'efc_J has shape {d.efc_J.shape}; the layout needs {(nefc, nv)} rows')
   if nefc == 0 or nv == 0:
     return d.replace(
       qacc=d.qacc_smooth,
@@ -1007,7 +1013,7 @@ def solve(m: Model, d: Data, layout: Any = None) -> Data:
     inertia = jnp.where(inertia > 0, inertia, 1.0)
     force, extra = noslip.solve(
       noslip.blocks(layout),
-      p.J,
+      p.J.dense(),  # its rows of J M^-1 are dense (nefc, nv) anyway
       d.qLD,
       p.qacc_smooth,
       force,
@@ -1023,14 +1029,14 @@ def solve(m: Model, d: Data, layout: Any = None) -> Data:
       row,
     )
     # the dual solvers' finish (mj_dualFinish): qacc from the forces, states from the forces
-    qacc = p.qacc_smooth + dynamics.solve_ld(d.qLD, p.J.T @ force)
+    qacc = p.qacc_smooth + dynamics.solve_ld(d.qLD, p.J.tmul(force))
     state = noslip.dual_state(
       force, int(layout.ne), int(layout.nf), p.floss, p.active, r.rows, p.mu, p.fric, p.one
     )
     niter = niter + extra
   return d.replace(
     qacc=qacc,
-    qfrc_constraint=p.J.T @ force,
+    qfrc_constraint=_jt(p.J, force, cfg.hessian_rows),
     efc_force=force,
     efc_state=state,
     solver_niter=niter,

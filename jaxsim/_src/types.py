@@ -653,7 +653,8 @@ class Data(_Struct):
 
   Sizes in shapes: nefc, the constraint rows (Model.nefcmax for make_data's Data); ncon, the
   contact slots (Model.nconmax); nwarning, the mjtWarning kinds. Matrices MuJoCo keeps sparse
-  (qM, qLD, efc_J, ten_J, actuator_moment) are dense here.
+  (qM, qLD, ten_J, actuator_moment) are dense here; efc_J is dense or in compact rows
+  (Model.layout.efc_width columns, sparse.py; `jaxsim.efc_J_dense` gives the dense form).
   """
 
   # state and control
@@ -720,7 +721,12 @@ class Data(_Struct):
   # contacts and constraints
   contact: Contact = field('contact slots (ncon of them)')
   ncon: jax.Array = field('() number of detected contacts (active slots)')
-  efc_J: jax.Array = field('(nefc, nv) constraint Jacobian')
+  efc_J: jax.Array = field(
+    '(nefc, nv) constraint Jacobian, or (nefc, width) values of its compact rows (sparse.py)'
+  )
+  efc_J_colind: jax.Array = field(
+    '(nefc, width) int32 column (dof) of each compact efc_J entry; (nefc, 0): efc_J is dense'
+  )
   efc_pos: jax.Array = field('(nefc,) constraint position (equality, contact)')
   efc_margin: jax.Array = field('(nefc,) inclusion margin (contact)')
   efc_frictionloss: jax.Array = field('(nefc,) frictionloss (friction)')
@@ -1012,6 +1018,8 @@ def make_data(m: Model, ncon: int | None = None, nefc: int | None = None) -> Dat
     ncon = int(m.nconmax)
   if nefc is None:
     nefc = int(m.nefcmax)
+  lay = m.layout
+  width = lay.efc_width if lay is not None and nefc == lay.nefc else 0
   z = lambda *s: jnp.zeros(s, dtype=dtype)  # noqa: E731
   nv, nu, na = m.nv, m.nu, m.na
   nbody, ngeom, nsite, njnt = m.nbody, m.ngeom, m.nsite, m.njnt
@@ -1076,7 +1084,8 @@ def make_data(m: Model, ncon: int | None = None, nefc: int | None = None) -> Dat
     qfrc_inverse=z(nv),
     contact=make_contact(ncon, dtype),
     ncon=jnp.zeros((), dtype=jnp.int32),
-    efc_J=z(nefc, nv),
+    efc_J=z(nefc, width or nv),
+    efc_J_colind=jnp.zeros((nefc, width), jnp.int32),
     efc_pos=z(nefc),
     efc_margin=z(nefc),
     efc_frictionloss=z(nefc),
