@@ -32,13 +32,13 @@ XML = """
         <geom type="sphere" size=".06"/>
         <body name="a2" pos=".15 0 0">
           <joint name="ball" type="ball" range="0 20"/>
-          <geom type="box" size=".05 .05 .05"/>
+          <geom type="sphere" size=".05"/>
         </body>
       </body>
     </body>
     <body name="b" pos="0 .3 .15">
       <freejoint/>
-      <geom type="box" size=".1 .1 .1"/>
+      <geom type="sphere" size=".1"/>
       <body name="b1" pos="0 0 -.12">
         <joint name="s1" type="slide" axis="0 0 1" range="-.03 .03" frictionloss=".1"/>
         <geom type="sphere" size=".05"/>
@@ -46,11 +46,11 @@ XML = """
     </body>
     <body name="c" pos=".2 .2 .3">
       <freejoint/>
-      <geom type="ellipsoid" size=".1 .08 .06"/>
+      <geom type="capsule" size=".06 .08"/>
     </body>
   </worldbody>
   <equality>
-    <connect body1="a2" body2="c" anchor=".05 0 0" solref=".05 1"/>
+    <connect body1="a2" body2="a" anchor=".05 0 0" solref=".05 1"/>
     <weld body1="c" body2="b1" solref=".05 1"/>
     <joint joint1="h1" joint2="s1" polycoef="0 1 .5 0 0"/>
   </equality>
@@ -68,7 +68,7 @@ def pair(request):
   jax.config.update('jax_enable_x64', True)
   sparse, mj = _models('sparse', request.param)
   dense, _ = _models('dense', request.param)
-  return sparse, dense, mj, jax.jit(jaxsim.forward)
+  return sparse, dense, mj, jax.jit(jaxsim.forward), jax.jit(jaxsim.inverse)
 
 
 def _states(mj: mujoco.MjModel, n: int):
@@ -80,7 +80,7 @@ def _states(mj: mujoco.MjModel, n: int):
 
 
 def test_layout_is_compact_where_asked(pair):
-  sparse, dense, _, _ = pair
+  sparse, dense, _, _, _ = pair
   lay = sparse.layout
   # two bodies' chains: the deepest has 6 + 1 + 3 dofs
   assert lay.efc_width == 2 * 10 and dense.layout.efc_width == 0
@@ -90,7 +90,7 @@ def test_layout_is_compact_where_asked(pair):
 
 
 def test_compact_rows_match_mujoco_and_dense(pair):
-  sparse, dense, mj, forward = pair
+  sparse, dense, mj, forward, inverse = pair
   md = mujoco.MjData(mj)
   contacts = 0
   for qpos, qvel in _states(mj, 6):
@@ -108,20 +108,24 @@ def test_compact_rows_match_mujoco_and_dense(pair):
     ours = np.asarray(jaxsim.efc_J_dense(ds))[act]
     # MuJoCo's sparse rows, made dense; its rows come in jaxsim's active-row order here
     theirs = np.zeros((md.nefc, mj.nv))
-    mujoco.mju_sparse2dense(
-      theirs, md.efc_J, md.efc_J_rownnz, md.efc_J_rowadr, md.efc_J_colind
-    )
+    mujoco.mju_sparse2dense(theirs, md.efc_J, md.efc_J_rownnz, md.efc_J_rowadr, md.efc_J_colind)
     oracle.assert_close('efc_J', ours, theirs, atol=1e-12)
     # the solver on compact rows: MuJoCo's accelerations and constraint forces (float64)
     oracle.assert_close('qacc', ds.qacc, md.qacc, atol=1e-7, rtol=1e-7)
     oracle.assert_close('qfrc_constraint', ds.qfrc_constraint, md.qfrc_constraint, 1e-7, 1e-7)
     oracle.assert_close('efc_vel', np.asarray(ds.efc_vel)[act], md.efc_vel, atol=1e-10)
+    # inverse dynamics' J' force on compact rows
+    mujoco.mj_inverse(mj, md)
+    di = inverse(sparse, ds)
+    oracle.assert_close('qfrc_inverse', di.qfrc_inverse, md.qfrc_inverse, 1e-7, 1e-7)
   assert contacts >= 12  # the states do touch
 
 
-def test_compact_step_gradient_matches_dense(pair):
-  """d qvel' / d qvel through a step: the compact rows' derivative is the dense rows'."""
-  sparse, dense, mj, _ = pair
+def test_compact_step_gradient_matches_dense():
+  """d qvel' / d qvel through a step: the compact rows' derivative is the dense rows' (one
+  cone: the derivative's Hessian takes the cones' rows as Newton's does, tested above)."""
+  jax.config.update('jax_enable_x64', True)
+  (sparse, mj), (dense, _) = _models('sparse', 'pyramidal'), _models('dense', 'pyramidal')
   qpos, qvel = next(_states(mj, 1))
 
   def fn(m):

@@ -554,9 +554,10 @@ def adhesion_moment(m: Model, d: Data, body: np.ndarray) -> jax.Array:
 def make_constraint(m: Model, d: Data) -> Data:
   """Constraint rows, D, R and KBIP at the current positions (mj_makeConstraint).
 
-  Sets efc_J (nefc, nv; or compact rows and efc_J_colind: sparse.py), efc_pos, efc_margin, efc_frictionloss, efc_D, efc_R (nefc,),
-  efc_KBIP (nefc, 4), efc_active, efc_type, efc_id (nefc,), contact.efc_address and
-  contact.mu (ncon,). Needs kinematics, com_pos, tendon and collision.
+  Sets efc_J (nefc, nv; or compact rows and efc_J_colind: sparse.py), efc_pos, efc_margin,
+  efc_frictionloss, efc_D, efc_R (nefc,), efc_KBIP (nefc, 4), efc_active, efc_type, efc_id
+  (nefc,), contact.efc_address and contact.mu (ncon,). Needs kinematics, com_pos, tendon and
+  collision.
   """
   lay = layout_of(m)
   nefc, dtype = lay.nefc, d.qpos.dtype

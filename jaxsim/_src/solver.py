@@ -943,10 +943,10 @@ def solve(m: Model, d: Data, layout: Any = None) -> Data:
   """qacc, efc_force, efc_state, qfrc_constraint, solver_niter, solver_neval (mj_fwdConstraint,
   mj_solPrimal).
 
-  Reads efc_J (nefc, nv; or compact rows with efc_J_colind), efc_D, efc_R, efc_frictionloss, efc_aref, efc_active (nefc,), qM and its
-  L'DL factor qLD (nv, nv), qfrc_smooth, qacc_smooth, qacc_warmstart (nv,), contact mu and
-  friction; `layout` is the static row layout (default the Model's, `m.layout`; any object with
-  the fields of layout.EfcRows).
+  Reads efc_J (nefc, nv; or compact rows with efc_J_colind), efc_D, efc_R, efc_frictionloss,
+  efc_aref, efc_active (nefc,), qM and its L'DL factor qLD (nv, nv), qfrc_smooth, qacc_smooth,
+  qacc_warmstart (nv,), contact mu and friction; `layout` is the static row layout (default the
+  Model's, `m.layout`; any object with the fields of layout.EfcRows).
   Newton and CG: monolithic solve (MuJoCo with islands disabled); PGS: per constraint island, as
   MuJoCo (`jaxsim.pgs`). Rows with efc_active False take no part. Improvement and gradient tests
   are scaled by 1 / trace(qM), as mujoco 4.0.0 does (PGS: by 1 / the island's sum of diag(M)).
