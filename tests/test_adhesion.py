@@ -202,7 +202,7 @@ def test_forward_matches_mujoco(variant):
     for name in ('efc_pos', 'efc_margin', 'efc_D', 'efc_R', 'efc_vel', 'efc_aref'):
       assert_close(f'{what} {name}', getattr(d, name)[act], getattr(md, name), 1e-9, 1e-12)
     theirs = md.efc_J.reshape(md.nefc, mj.nv)
-    assert_close(f'{what} efc_J', jaxsim.efc_J_dense(d)[act], theirs, 1e-9, 1e-12)
+    assert_close(f'{what} efc_J', jaxsim.efc_J_dense(m, d)[act], theirs, 1e-9, 1e-12)
     # passive forces
     assert_close(f'{what} qfrc_adhesion', d.qfrc_adhesion, md.qfrc_adhesion, 1e-9, 1e-12)
     assert_close(f'{what} qfrc_passive', d.qfrc_passive, md.qfrc_passive, 1e-9, 1e-12)

@@ -333,7 +333,7 @@ def compare(m: Model, mj: mujoco.MjModel, qpos, qvel, what: str = '', mjpos: boo
   act = np.asarray(d.efc_active)
   nefc, nv = md.nefc, mj.nv
   ours = {k: np.asarray(getattr(d, k)) for k in FIELDS + ('efc_KBIP', 'efc_type', 'efc_id')}
-  ours['efc_J'] = np.asarray(jaxsim.efc_J_dense(d))  # compact rows where the layout has them
+  ours['efc_J'] = np.asarray(jaxsim.efc_J_dense(m, d))  # compact rows where the layout has them
   theirs = {k: np.asarray(getattr(md, k)) for k in ours}
   theirs['efc_J'] = theirs['efc_J'].reshape(nefc, nv)
   # every inactive row is zero
@@ -596,7 +596,7 @@ def test_contacts_from_collision(cone):
       assert np.linalg.norm(pos[s] - c.pos) < 1e-6
       n = lay.contact_nrow[s]
       for f in FIELDS + ('efc_J',):
-        x = jaxsim.efc_J_dense(d) if f == 'efc_J' else getattr(d, f)
+        x = jaxsim.efc_J_dense(m, d) if f == 'efc_J' else getattr(d, f)
         ours = np.asarray(x).reshape(lay.nefc, -1)[adr[s] : adr[s] + n]
         ref = theirs[f][c.efc_address : c.efc_address + n]
         assert_close(f'{f} contact {i}', ours, ref, rtol=1e-6, atol=1e-9)

@@ -57,7 +57,7 @@ def test_contacts_and_rows_in_mujoco_order(pair, seed):
   rows = np.asarray(d.efc_active)
   assert not mujoco.mj_isSparse(mj)
   theirs = md.efc_J.reshape(md.nefc, mj.nv)
-  oracle.assert_close('efc_J', np.asarray(jaxsim.efc_J_dense(d))[rows], theirs, atol=1e-12)
+  oracle.assert_close('efc_J', np.asarray(jaxsim.efc_J_dense(m, d))[rows], theirs, atol=1e-12)
   oracle.assert_close('qacc', d.qacc, md.qacc, rtol=1e-6)
 
 

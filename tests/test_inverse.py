@@ -116,7 +116,7 @@ def _rows_data(mj, md, qacc):
   fields = {
     'contact': con,
     'efc_J': md.efc_J.reshape(nefc, nv),
-    'efc_J_colind': np.zeros((nefc, 0), np.int32),  # MuJoCo's rows, dense
+    'efc_J_body': np.zeros((nefc, 0), np.int32),  # MuJoCo's rows, dense
     'efc_D': md.efc_D,
     'efc_R': md.efc_R,
     'efc_frictionloss': md.efc_frictionloss,

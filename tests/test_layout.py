@@ -222,7 +222,7 @@ def test_with_ncon_max_changes_slots_and_rows_together(model):
   np.testing.assert_array_equal(lay.type[:nc], full.type[:nc])
   assert _sizes(capped) == (lay.ncon, lay.nefc) * 3
   d = jax.eval_shape(jaxsim.forward, capped, jaxsim.make_data(capped))
-  assert jax.eval_shape(jaxsim.efc_J_dense, d).shape == (lay.nefc, capped.nv)
+  assert jax.eval_shape(jaxsim.efc_J_dense, capped, d).shape == (lay.nefc, capped.nv)
   assert d.contact.dist.shape == (lay.ncon,)
   every = jaxsim.with_ncon_max(capped, -1)
   assert _sizes(every) == _sizes(model)

@@ -249,7 +249,7 @@ def problem(mj: mujoco.MjModel, md: mujoco.MjData, seed: int = 0, pad: bool = Tr
   d = d.replace(
     contact=contact,
     efc_J=rows(j, lambda k: rng.normal(size=k)),
-    efc_J_colind=np.zeros((n, 0), np.int32),  # MuJoCo's rows, dense
+    efc_J_body=np.zeros((n, 0), np.int32),  # MuJoCo's rows, dense
     efc_D=rows(md.efc_D, lambda k: rng.uniform(1, 10, k)),
     efc_R=rows(md.efc_R, lambda k: rng.uniform(1, 10, k)),
     efc_aref=rows(md.efc_aref, lambda k: rng.normal(size=k)),
@@ -578,7 +578,7 @@ def test_linesearch_polynomials(cone):
   md = features_state(mj, 0)
   m, d, layout, real = problem(mj, md)
   r = row_classes(layout)
-  p = solver.problem(d, r)
+  p = solver.problem(m, d, r)
   rng = np.random.default_rng(1)
   qacc = jnp.asarray(md.qacc)
   search = jnp.asarray(rng.normal(size=mj.nv)) * jnp.abs(qacc).max()

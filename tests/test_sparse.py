@@ -1,7 +1,7 @@
 """The compact constraint Jacobian (sparse.py) gives MuJoCo's rows, forces and accelerations.
 
-A scene of several robots on a floor keeps efc_J in compact rows (layout.efc_width columns, the
-dofs of each row's two body chains) under MuJoCo's default `jacobian="auto"`; `jacobian="sparse"`
+A scene of several robots on a floor keeps efc_J in compact rows (layout.efc_width entries, the
+dofs of each row's two bodies' chains) under MuJoCo's default `jacobian="auto"`; `jacobian="sparse"`
 forces it on a small model with every row kind that has a compact form (contacts with the floor
 and between bodies, hinge/slide/ball limits, dof friction loss, connect, weld and joint
 equalities). Checked against MuJoCo (float64) and against jaxsim's own dense form of the same
@@ -85,8 +85,8 @@ def test_layout_is_compact_where_asked(pair):
   # two bodies' chains: the deepest has 6 + 1 + 3 dofs
   assert lay.efc_width == 2 * 10 and dense.layout.efc_width == 0
   d = jaxsim.make_data(sparse)
-  assert d.efc_J.shape == (lay.nefc, 20) and d.efc_J_colind.shape == (lay.nefc, 20)
-  assert jaxsim.make_data(dense).efc_J_colind.shape == (lay.nefc, 0)
+  assert d.efc_J.shape == (lay.nefc, 20) and d.efc_J_body.shape == (lay.nefc, 2)
+  assert jaxsim.make_data(dense).efc_J_body.shape == (lay.nefc, 0)
 
 
 def test_compact_rows_match_mujoco_and_dense(pair):
@@ -102,10 +102,10 @@ def test_compact_rows_match_mujoco_and_dense(pair):
       for m in (sparse, dense)
     )
     # the same numbers as the dense rows, bitwise
-    np.testing.assert_array_equal(np.asarray(jaxsim.efc_J_dense(ds)), np.asarray(dd.efc_J))
+    np.testing.assert_array_equal(np.asarray(jaxsim.efc_J_dense(sparse, ds)), np.asarray(dd.efc_J))
     act = np.asarray(ds.efc_active)
     assert act.sum() == md.nefc
-    ours = np.asarray(jaxsim.efc_J_dense(ds))[act]
+    ours = np.asarray(jaxsim.efc_J_dense(sparse, ds))[act]
     # MuJoCo's sparse rows, made dense; its rows come in jaxsim's active-row order here
     theirs = np.zeros((md.nefc, mj.nv))
     mujoco.mju_sparse2dense(theirs, md.efc_J, md.efc_J_rownnz, md.efc_J_rowadr, md.efc_J_colind)
@@ -153,6 +153,6 @@ def test_auto_is_compact_for_many_robots():
     m = jaxsim.load_string(xml)
     d = jaxsim.make_data(m)
     widths.append((m.layout.efc_width, d.efc_J.shape[1], m.nv))
-  # one robot's rows reach all its 7 dofs, two robots' 14 of them: dense is smaller up to 4
-  # robots (values and columns: 2 x 14 entries a row), compact from there on
-  assert widths == [(0, 7, 7), (0, 28, 28), (14, 14, 56)]
+  # a row holds two bodies' chains of 7 dofs and their 2 body ids, 16 numbers: dense is
+  # smaller for one robot, compact from 4 robots on
+  assert widths == [(0, 7, 7), (14, 14, 28), (14, 14, 56)]

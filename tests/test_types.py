@@ -169,6 +169,8 @@ def _sizes(m: jaxsim.Model) -> dict[str, int]:
     ncon=m.nconmax,
     nefc=m.nefcmax,
     nwarning=NWARNING,
+    njcol=m.layout.efc_width or m.nv,  # efc_J's columns: compact rows or dense
+    njbody=2 if m.layout.efc_width else 0,
   )
   return out
 

@@ -157,13 +157,13 @@ def _kb(ref: jax.Array, dmax: jax.Array) -> tuple[jax.Array, jax.Array]:
 class RowBuffer:
   """Per-row values of each kind, gathered and scattered into their slots once per field.
 
-  The Jacobian 'j' has ncol columns: nv (dense), or `width` compact entries whose columns are
-  'colind' (sparse.py; a kind's narrower entries are padded with value 0 at column 0).
+  The Jacobian 'j' has nv columns (dense), or `width` compact entries on the chains of the
+  row's two bodies 'body' (sparse.py; a row of one body has the world as its second).
   """
 
   SHAPES = {
     'j': None,
-    'colind': None,
+    'body': (2,),
     'pos': (),
     'margin': (),
     'frictionloss': (),
@@ -185,19 +185,16 @@ class RowBuffer:
   def _tail(self, name: str) -> tuple[int, ...]:
     if name == 'j':
       return (self.width or self.nv,)
-    return (self.width,) if name == 'colind' else self.SHAPES[name]
+    return (2 if self.width else 0,) if name == 'body' else self.SHAPES[name]
 
   def _dtype(self, name: str):
-    return {'active': bool, 'colind': jnp.int32}.get(name, self.dtype)
+    return {'active': bool, 'body': jnp.int32}.get(name, self.dtype)
 
   def set(self, rows: np.ndarray, **values):
     """Values (n, k, ...) or broadcastable to it, for rows (n, k) or (n,)."""
     for name, v in values.items():
       tail = self._tail(name)
-      v = jnp.asarray(v, self._dtype(name))
-      if self.width and name in ('j', 'colind') and v.shape[-1] < self.width:
-        v = jnp.pad(v, [(0, 0)] * (v.ndim - 1) + [(0, self.width - v.shape[-1])])
-      v = jnp.broadcast_to(v, rows.shape + tail)
+      v = jnp.broadcast_to(jnp.asarray(v, self._dtype(name)), rows.shape + tail)
       self.parts[name].append((rows.reshape(-1), v.reshape((-1,) + tail)))
 
   def get(self, name: str, mask: jax.Array | None = None) -> jax.Array:
@@ -235,6 +232,17 @@ class RowBuffer:
     return jnp.zeros((self.nefc,) + tail, dtype).at[rows].set(vals, unique_indices=True)
 
 
+def _one_body(m: Model, dof: np.ndarray) -> np.ndarray:
+  """The bodies (n, 2) of compact rows on one dof each: the dof's body and the world."""
+  return np.stack([np.asarray(m.dof_bodyid)[dof], np.zeros(len(dof), int)], axis=1)
+
+
+def _one_dof_rows(m: Model, lay: Layout, dof: np.ndarray, value: jax.Array) -> jax.Array:
+  """Compact rows (n, width) with `value` (n,) at dof (n,) of its body's chain (_one_body)."""
+  k = sparse.chain_position(lay.body_dofs, np.asarray(m.dof_bodyid)[dof], dof)
+  return jnp.zeros((len(dof), lay.efc_width), value.dtype).at[np.arange(len(dof)), k].set(value)
+
+
 def _first_rows(lay: Layout, typ: int, ids: np.ndarray) -> np.ndarray:
   """First row of each object id of one constraint type."""
   rows = np.flatnonzero(lay.type == typ)
@@ -261,8 +269,8 @@ def _equality(m: Model, d: Data, lay: Layout, r: RowBuffer) -> None:
     if lay.efc_width:
       jp1, _, c1 = kinematics.jac_compact(m, d, p1, jnp.asarray(b1), lay.body_dofs)
       jp2, _, c2 = kinematics.jac_compact(m, d, p2, jnp.asarray(b2), lay.body_dofs)
-      cols, jac = sparse.merge(c1, jp1, c2, -jp2)
-      r.set(rows, colind=cols[:, None])
+      jac = sparse.merge(c1, jp1, c2, -jp2)
+      r.set(rows, body=np.stack([b1, b2], axis=1)[:, None])
     else:
       jp1, _ = kinematics.jac_batch(m, d, p1, jnp.asarray(b1))
       jp2, _ = kinematics.jac_batch(m, d, p2, jnp.asarray(b2))
@@ -281,9 +289,9 @@ def _equality(m: Model, d: Data, lay: Layout, r: RowBuffer) -> None:
       jp1, jr1, c1 = kinematics.jac_compact(m, d, p1, jnp.asarray(b1), lay.body_dofs)
       jp2, jr2, c2 = kinematics.jac_compact(m, d, p2, jnp.asarray(b2), lay.body_dofs)
       both = jnp.concatenate([jp1, jr1], axis=1), -jnp.concatenate([jp2, jr2], axis=1)
-      cols, dif = sparse.merge(c1, both[0], c2, both[1])  # jac1 - jac2 on the union of chains
+      dif = sparse.merge(c1, both[0], c2, both[1])  # jac1 - jac2 on both chains
       dp, dr = dif[:, :3], dif[:, 3:]
-      r.set(rows, colind=cols[:, None])
+      r.set(rows, body=np.stack([b1, b2], axis=1)[:, None])
     else:
       jp1, jr1 = kinematics.jac_batch(m, d, p1, jnp.asarray(b1))
       jp2, jr2 = kinematics.jac_batch(m, d, p2, jnp.asarray(b2))
@@ -323,7 +331,8 @@ def _equality(m: Model, d: Data, lay: Layout, r: RowBuffer) -> None:
       pos1, ref1 = d.qpos[qadr[o1]], m.qpos0[qadr[o1]]
       pos2, ref2 = d.qpos[qadr[o2c]], m.qpos0[qadr[o2c]]
       if lay.efc_width:
-        j1 = j2 = jnp.ones((len(ids), 1, 1), r.dtype)  # one column each: the joints' dofs
+        # one entry each: the joints' dofs in their bodies' chains
+        j1 = j2 = jnp.ones((len(ids), 1), r.dtype)
       else:
         eye = jnp.eye(m.nv, dtype=r.dtype)
         j1, j2 = eye[dadr[o1]], eye[dadr[o2c]]
@@ -345,11 +354,16 @@ def _equality(m: Model, d: Data, lay: Layout, r: RowBuffer) -> None:
     deriv = deriv + 4 * data[:, 4] * dif * dif * dif
     cpos = pos1 - ref1 - data[:, 0] - jnp.where(has2, poly, 0.0)
     if lay.efc_width:  # joint kind only (tendon rows keep efc_J dense: layout.efc_width)
-      c1, c2 = jnp.asarray(dadr[o1, None]), jnp.asarray(dadr[o2c, None])
-      scaled = -(jnp.where(has2, deriv, 0.0)[:, None, None] * j2)
-      cols, jac = sparse.merge(c1, j1, c2, scaled)
-      jac = jac[:, 0]
-      r.set(rows, colind=cols)
+      chain, width = lay.body_dofs, lay.body_dofs.shape[1]
+      db = np.asarray(m.dof_bodyid)
+      d1, d2 = dadr[o1], dadr[o2c]
+      k1 = sparse.chain_position(chain, db[d1], d1)
+      k2 = sparse.chain_position(chain, db[d2], d2)
+      v1 = jnp.zeros((len(ids), 1, width), r.dtype).at[np.arange(len(ids)), 0, k1].set(j1[:, 0])
+      v2 = jnp.zeros((len(ids), 1, width), r.dtype)
+      v2 = v2.at[np.arange(len(ids)), 0, k2].set(-(jnp.where(has2, deriv, 0.0) * j2[:, 0]))
+      jac = sparse.merge(jnp.asarray(chain[db[d1]]), v1, jnp.asarray(chain[db[d2]]), v2)[:, 0]
+      r.set(rows, body=np.stack([db[d1], db[d2]], axis=1))
     else:
       jac = j1 - jnp.where(has2, deriv, 0.0)[:, None] * j2
     diag = w1 + jnp.where(has2, w2, 0.0)
@@ -365,7 +379,8 @@ def _friction(m: Model, d: Data, lay: Layout, r: RowBuffer) -> None:
     ids = lay.id[rows]
     fl = m.dof_frictionloss[ids]
     if lay.efc_width:
-      r.set(rows, j=jnp.ones((len(ids), 1), r.dtype), colind=ids[:, None])
+      r.set(rows, j=_one_dof_rows(m, lay, ids, jnp.ones(len(ids), r.dtype)))
+      r.set(rows, body=_one_body(m, ids))
     else:
       r.set(rows, j=jnp.eye(m.nv, dtype=r.dtype)[ids])
     r.set(rows, frictionloss=fl, active=fl != 0)
@@ -404,7 +419,8 @@ def _limit(m: Model, d: Data, lay: Layout, r: RowBuffer) -> None:
       dist = side * (lim - value)
       margin = m.jnt_margin[i]
       if lay.efc_width:
-        r.set(rw, j=-side[:, None], colind=dadr[sel, None])
+        r.set(rw, j=_one_dof_rows(m, lay, dadr[sel], jnp.asarray(-side, r.dtype)))
+        r.set(rw, body=_one_body(m, dadr[sel]))
       else:
         r.set(rw, j=-side[:, None] * eye[dadr[sel]])
       r.set(rw, pos=dist, imppos=dist, active=dist < margin)
@@ -417,8 +433,8 @@ def _limit(m: Model, d: Data, lay: Layout, r: RowBuffer) -> None:
       dist = jnp.maximum(rng[sel, 0], rng[sel, 1]) - value
       cols = dadr[sel, None] + np.arange(3)
       if lay.efc_width:
-        jac = -axis
-        r.set(rw, colind=cols)
+        jac = sum(_one_dof_rows(m, lay, cols[:, k], -axis[:, k]) for k in range(3))
+        r.set(rw, body=_one_body(m, cols[:, 0]))
       else:
         jac = jnp.zeros((len(rw), m.nv), r.dtype).at[np.arange(len(rw))[:, None], cols].set(-axis)
       margin = m.jnt_margin[i]
@@ -465,7 +481,7 @@ def _contact(m: Model, d: Data, lay: Layout, r: RowBuffer) -> tuple[jax.Array, j
   frame = con.frame[slots]
   # contact frame rows: normal, tangents, then torsion and rolling (jacdif = jac2 - jac1)
   if lay.efc_width:
-    jt, jr, cols = kinematics.jac_dif_frame_compact(m, d, frame, pos, b1, b2, lay.body_dofs)
+    jt, jr = kinematics.jac_dif_frame_compact(m, d, frame, pos, b1, b2, lay.body_dofs)
   else:
     jt, jr = kinematics.jac_dif_frame(m, d, frame, pos, b1, b2)
 
@@ -493,7 +509,7 @@ def _contact(m: Model, d: Data, lay: Layout, r: RowBuffer) -> tuple[jax.Array, j
       act = act & ((np.arange(nrow) == 0) | ~tether[s, None])
     dd, mm = dist[s, None], margin[s, None]
     if lay.efc_width:
-      r.set(rows, colind=cols[s][:, None])
+      r.set(rows, body=jnp.stack([b1[s], b2[s]], axis=1)[:, None])
     if dim == 1 or not pyramidal:
       jac = jc(s, 0, dim)
       first = np.arange(dim) == 0
@@ -554,7 +570,7 @@ def adhesion_moment(m: Model, d: Data, body: np.ndarray) -> jax.Array:
 def make_constraint(m: Model, d: Data) -> Data:
   """Constraint rows, D, R and KBIP at the current positions (mj_makeConstraint).
 
-  Sets efc_J (nefc, nv; or compact rows and efc_J_colind: sparse.py), efc_pos, efc_margin,
+  Sets efc_J (nefc, nv; or compact rows and efc_J_body: sparse.py), efc_pos, efc_margin,
   efc_frictionloss, efc_D, efc_R (nefc,), efc_KBIP (nefc, 4), efc_active, efc_type, efc_id
   (nefc,), contact.efc_address and contact.mu (ncon,). Needs kinematics, com_pos, tendon and
   collision.
@@ -633,7 +649,7 @@ def make_constraint(m: Model, d: Data) -> Data:
   )
   return d.replace(
     efc_J=r.get('j', mask=act),
-    efc_J_colind=r.get('colind'),
+    efc_J_body=r.get('body'),
     efc_pos=on(r.get('pos')),
     efc_margin=on(r.get('margin')),
     efc_frictionloss=on(r.get('frictionloss')),
@@ -771,7 +787,7 @@ def reference(m: Model, d: Data) -> Data:
   lay = layout_of(m)
   if not lay.nefc:
     return d
-  vel = sparse.jacobian(d) @ d.qvel
+  vel = sparse.jacobian(m, d) @ d.qvel
   if has_surfacevel(m) and len(lay.contact_efcadr):
     vel = vel + _surface_vel(m, d, lay)
   kbip = d.efc_KBIP

@@ -34,7 +34,7 @@ def inv_constraint(m: Model, d: Data, layout: Any = None) -> Data:
   if not lay.nefc or not m.nv:
     return d.replace(qfrc_constraint=jnp.zeros(m.nv, d.qacc.dtype))
   rows = lay.rows if layout is None else row_classes(lay)
-  p = solver.problem(d, rows)
+  p = solver.problem(m, d, rows)
   jar = p.J @ d.qacc - d.efc_aref
   upd = solver.update_constraint(p, rows, jar, False)
   return d.replace(

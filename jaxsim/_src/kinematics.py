@@ -280,9 +280,9 @@ def jac_dif_frame_compact(
   body1: jax.Array,
   body2: jax.Array,
   chain: np.ndarray,
-) -> tuple[jax.Array, jax.Array, jax.Array]:
-  """jac_dif_frame on the dofs of the two bodies' chains only: rows (n, 3, 2C) each and their
-  columns (n, 2C), the entries of body1's chain then body2's.
+) -> tuple[jax.Array, jax.Array]:
+  """jac_dif_frame on the dofs of the two bodies' chains only: rows (n, 3, 2C) each, the
+  entries of body1's chain then body2's (sparse.py's compact rows).
 
   chain (nbody, C): layout.body_dofs. Each entry is the dense Jacobian's value at its column,
   computed the same way (so bitwise equal); the dofs the two chains share hold 0 in both
@@ -300,14 +300,25 @@ def jac_dif_frame_compact(
     ],
     axis=1,
   ).astype(dtype)
-  cols = jnp.maximum(jnp.concatenate([c1, c2], axis=1), 0)  # (n, 2C)
-  root = jnp.asarray(np.asarray(m.body_rootid)[np.asarray(m.dof_bodyid)])
-  com = d.subtree_com[root[cols]]  # (n, 2C, 3)
-  cdof = d.cdof[cols]  # (n, 2C, 6)
-  ang, lin = jnp.moveaxis(cdof[..., :3], -1, 0), jnp.moveaxis(cdof[..., 3:], -1, 0)  # (3, n, 2C)
-  off = [point[:, i, None] - com[..., i] for i in range(3)]
-  jp, jr = _dif_rows(frame, sign, lin, ang, off)
-  return jp, jr, cols
+  # cdof per body chain, component-major (6, nbody, C): each component is gathered per row on
+  # its own, which XLA fuses into the rows' loop instead of storing (n, 2C, 6)
+  cc = jnp.moveaxis(d.cdof[np.maximum(chain, 0)], -1, 0)
+  # a chain's dofs are in one tree: their frame origin is the subtree com of the body's root
+  root = jnp.asarray(m.body_rootid)
+  com1, com2 = d.subtree_com[root[body1]], d.subtree_com[root[body2]]  # (n, 3)
+
+  def both(x):  # (nbody, C) -> (n, 2C): body1's chain, then body2's
+    return jnp.concatenate([x[body1], x[body2]], axis=1)
+
+  ang, lin = [both(cc[k]) for k in range(3)], [both(cc[3 + k]) for k in range(3)]
+  off = [
+    jnp.concatenate(
+      [jnp.broadcast_to((point[:, i] - c[:, i])[:, None], c1.shape) for c in (com1, com2)],
+      axis=1,
+    )
+    for i in range(3)
+  ]
+  return _dif_rows(frame, sign, lin, ang, off)
 
 
 def _dif_rows(frame, sign, lin, ang, off):

@@ -663,32 +663,25 @@ def body_dofs(m: Model) -> np.ndarray:
 
 
 def efc_width(m: Model, efc: EfcRows, chain: int) -> int:
-  """Columns per row of the compact constraint Jacobian, 0 for the dense (nefc, nv) one.
+  """Entries per row of the compact constraint Jacobian (2 x `chain`: the dofs of two bodies'
+  chains, sparse.py), 0 for the dense (nefc, nv) one.
 
   opt.jacobian (mjtJacobian): dense keeps it dense; sparse makes it compact wherever every
   row kind has a compact form; auto (MuJoCo's default) where, besides, the compact form is the
-  smaller: 2 x width (values and column ids) < nv. A contact or connect/weld row reaches the
-  dofs of two bodies (2 x `chain` columns), a joint limit, joint equality or dof friction row
-  one to three; tendon rows (limits, friction, equality) keep the Jacobian dense.
+  smaller: 2 x chain values and 2 body ids < nv values per row. Contacts, connect and weld
+  rows reach two bodies' chains; joint limits, joint equalities and dof friction loss one or two
+  dofs; tendon rows (limits, friction, equality) keep the Jacobian dense.
   """
-  if not efc.nefc or int(m.opt.jacobian) == JacobianType.DENSE:
+  if not efc.nefc or not chain or int(m.opt.jacobian) == JacobianType.DENSE:
     return 0
-  typ = efc.type
   tendon = (ConstraintType.FRICTION_TENDON, ConstraintType.LIMIT_TENDON)
-  if np.isin(typ, tendon).any():
+  if np.isin(efc.type, tendon).any():
     return 0
   eq = np.asarray(m.eq_type)[np.unique(efc.id[: efc.ne])] if efc.ne else np.zeros(0, int)
   if np.isin(eq, (EqType.TENDON,)).any():
     return 0
-  width = 1
-  if np.isin(typ, _CONTACT_TYPES).any() or np.isin(eq, (EqType.CONNECT, EqType.WELD)).any():
-    width = max(width, 2 * chain)
-  if (eq == EqType.JOINT).any():
-    width = max(width, 2)
-  limits = efc.id[typ == ConstraintType.LIMIT_JOINT]
-  if (np.asarray(m.jnt_type)[limits] == JointType.BALL).any():
-    width = max(width, 3)
-  if int(m.opt.jacobian) == JacobianType.AUTO and 2 * width >= m.nv:
+  width = 2 * chain
+  if int(m.opt.jacobian) == JacobianType.AUTO and width + 2 >= m.nv:
     return 0
   return width
 
@@ -727,7 +720,7 @@ class Layout:
   contact_dim: np.ndarray  # (ncon,) condim of each contact slot
   rows: RowClasses  # the solver's row classes
   body_dofs: np.ndarray  # (nbody, C) dofs moving each body, -1 padded (`body_dofs`)
-  efc_width: int  # columns per row of the compact efc_J; 0: dense (nefc, nv) (`efc_width`)
+  efc_width: int  # entries per row of the compact efc_J; 0: dense (nefc, nv) (`efc_width`)
   _digest: bytes = dataclasses.field(default=b'', repr=False)
 
   def __post_init__(self):

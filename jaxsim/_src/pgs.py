@@ -189,11 +189,12 @@ def row_trees(blk: Blocks, J: sparse.Jacobian, geom_tree1: jax.Array, geom_tree2
     contact = (c1 == t) | (c2 == t)
   else:
     contact = jnp.zeros((nefc, ntree), bool)
-  if J.ind is None:
+  if not J.compact:
     onehot = (blk.dof_treeid[:, None] == t).astype(J.dtype)  # (nv, ntree)
     generic = (jnp.abs(J.val) > 0).astype(J.dtype) @ onehot > 0
   else:
-    tree = jnp.asarray(blk.dof_treeid)[J.ind]  # (nefc, width)
+    cols = J.cols()  # (nefc, 2C)
+    tree = jnp.where(cols >= 0, jnp.asarray(blk.dof_treeid)[jnp.maximum(cols, 0)], -1)
     generic = jnp.any((J.val != 0)[:, :, None] & (tree[:, :, None] == t), axis=1)
   kind = blk.row_tree[:, :1]
   return jnp.where(kind == -2, contact, jnp.where(kind == -3, generic, static))

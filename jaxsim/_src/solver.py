@@ -182,7 +182,7 @@ def _hessian(p: _Problem, r: RowClasses, upd: _Update, rows: int | None = None) 
   dq = jnp.where(upd.state == ConstraintState.QUADRATIC, p.D, 0.0)
   nefc = dq.shape[0]
   compact = rows is not None and rows < nefc
-  if not compact and p.J.ind is None:
+  if not compact and not p.J.compact:
     h = p.M + p.J.val.T @ (dq[:, None] * p.J.val)
   else:
     # compact rows: dense rows of a buffer at a time (every row at once would be (nefc, nv))
@@ -247,7 +247,7 @@ def _jt(J: sparse.Jacobian, f: jax.Array, rows: int | None, absolute: bool = Fal
   only), `rows` at a time as the Hessian's buffer (_chunked), where J is dense with at least
   JT_COMPACT entries or compact; every row at once for a smaller J or without a buffer."""
   nefc = f.shape[0]
-  if rows is None or rows >= nefc or (J.ind is None and J.val.size < JT_COMPACT):
+  if rows is None or rows >= nefc or (not J.compact and J.val.size < JT_COMPACT):
     return J.abs_tmul(f) if absolute else J.tmul(f)
 
   def term(pick):
@@ -824,7 +824,7 @@ def _primal_jvp(cfg: _Config, r: RowClasses, primals, tangents, run=None):
   upd = update_constraint(p, r, p.J @ qacc - p.aref, cfg.ellipse)
   h = _hessian(p, r, upd)
   _, dforce_p = jax.jvp(lambda p_: _force(r, p_, qacc), (p,), (dp,))
-  dJ = sparse.Jacobian(dp.J.val, p.J.ind, p.J.ncol)  # the columns have no tangent
+  dJ = sparse.Jacobian(dp.J.val, p.J.body, p.J.chain, p.J.ncol)  # only the values have tangents
   dg = dp.M @ qacc - dp.qfrc_smooth - dJ.tmul(force) - p.J.tmul(dforce_p)
   dqacc = -dynamics.solve_spd(h, dg)
   _, dforce_q = jax.jvp(lambda q: _force(r, p, q), (qacc,), (dqacc,))
@@ -909,7 +909,7 @@ def _pgs(cfg: _Config, r: RowClasses, blk: pgs.Blocks, p: _Problem, x: _PGSPath)
   return qacc, force, state, niter, jnp.zeros((), jnp.int32)
 
 
-def problem(d: Data, r: RowClasses) -> _Problem:
+def problem(m: Model, d: Data, r: RowClasses) -> _Problem:
   """The solver's per-row inputs at d: constraint rows, contact cones, inertia, smooth forces."""
   dtype = d.qacc_smooth.dtype
   con = d.contact
@@ -924,7 +924,7 @@ def problem(d: Data, r: RowClasses) -> _Problem:
     mu, fric = jnp.zeros(0, dtype), jnp.zeros((0, 5), dtype)
     one = jnp.zeros(0, bool)
   return _Problem(
-    J=sparse.jacobian(d),
+    J=sparse.jacobian(m, d),
     D=jnp.where(d.efc_active, d.efc_D, 0.0),
     R=d.efc_R,
     floss=d.efc_frictionloss,
@@ -943,7 +943,7 @@ def solve(m: Model, d: Data, layout: Any = None) -> Data:
   """qacc, efc_force, efc_state, qfrc_constraint, solver_niter, solver_neval (mj_fwdConstraint,
   mj_solPrimal).
 
-  Reads efc_J (nefc, nv; or compact rows with efc_J_colind), efc_D, efc_R, efc_frictionloss,
+  Reads efc_J (nefc, nv; or compact rows with efc_J_body), efc_D, efc_R, efc_frictionloss,
   efc_aref, efc_active (nefc,), qM and its L'DL factor qLD (nv, nv), qfrc_smooth, qacc_smooth,
   qacc_warmstart (nv,), contact mu and friction; `layout` is the static row layout (default the
   Model's, `m.layout`; any object with the fields of layout.EfcRows).
@@ -964,7 +964,7 @@ def solve(m: Model, d: Data, layout: Any = None) -> Data:
     r = row_classes(layout)
   nv, nefc = m.nv, r.nefc
   dtype = d.qacc_smooth.dtype
-  if sparse.jacobian(d).shape != (nefc, nv):
+  if sparse.jacobian(m, d).shape != (nefc, nv):
     raise ValueError(f'efc_J has shape {d.efc_J.shape}; the layout needs {(nefc, nv)} rows')
   if nefc == 0 or nv == 0:
     return d.replace(
@@ -986,7 +986,7 @@ def solve(m: Model, d: Data, layout: Any = None) -> Data:
     warmstart=not m.opt.disableflags & DisableBit.WARMSTART,
     hessian_rows=hessian_rows(m, nefc),
   )
-  p = problem(d, r)
+  p = problem(m, d, r)
   islands = not m.opt.disableflags & DisableBit.ISLAND
   if solver == SolverType.PGS:
     blk = pgs.blocks(m, layout, islands)

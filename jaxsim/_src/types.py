@@ -654,7 +654,8 @@ class Data(_Struct):
   Sizes in shapes: nefc, the constraint rows (Model.nefcmax for make_data's Data); ncon, the
   contact slots (Model.nconmax); nwarning, the mjtWarning kinds. Matrices MuJoCo keeps sparse
   (qM, qLD, ten_J, actuator_moment) are dense here; efc_J is dense or in compact rows
-  (Model.layout.efc_width columns, sparse.py; `jaxsim.efc_J_dense` gives the dense form).
+  (sparse.py; `jaxsim.efc_J_dense` gives the dense form): njcol, its columns, nv dense or
+  Model.layout.efc_width compact; njbody, the bodies named per compact row, 0 dense or 2.
   """
 
   # state and control
@@ -722,10 +723,10 @@ class Data(_Struct):
   contact: Contact = field('contact slots (ncon of them)')
   ncon: jax.Array = field('() number of detected contacts (active slots)')
   efc_J: jax.Array = field(
-    '(nefc, nv) constraint Jacobian, or (nefc, width) values of its compact rows (sparse.py)'
+    '(nefc, njcol) constraint Jacobian: dense (njcol nv) or the values of compact rows'
   )
-  efc_J_colind: jax.Array = field(
-    '(nefc, width) int32 column (dof) of each compact efc_J entry; (nefc, 0): efc_J is dense'
+  efc_J_body: jax.Array = field(
+    '(nefc, njbody) int32 two bodies whose dof chains hold each compact efc_J row (sparse.py)'
   )
   efc_pos: jax.Array = field('(nefc,) constraint position (equality, contact)')
   efc_margin: jax.Array = field('(nefc,) inclusion margin (contact)')
@@ -1085,7 +1086,7 @@ def make_data(m: Model, ncon: int | None = None, nefc: int | None = None) -> Dat
     contact=make_contact(ncon, dtype),
     ncon=jnp.zeros((), dtype=jnp.int32),
     efc_J=z(nefc, width or nv),
-    efc_J_colind=jnp.zeros((nefc, width), jnp.int32),
+    efc_J_body=jnp.zeros((nefc, 2 if width else 0), jnp.int32),
     efc_pos=z(nefc),
     efc_margin=z(nefc),
     efc_frictionloss=z(nefc),
