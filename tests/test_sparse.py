@@ -153,6 +153,6 @@ def test_auto_is_compact_for_many_robots():
     m = jaxsim.load_string(xml)
     d = jaxsim.make_data(m)
     widths.append((m.layout.efc_width, d.efc_J.shape[1], m.nv))
-  # a row holds two bodies' chains of 7 dofs and their 2 body ids, 16 numbers: dense is
-  # smaller for one robot, compact from 4 robots on
-  assert widths == [(0, 7, 7), (14, 14, 28), (14, 14, 56)]
+  # a compact row holds two bodies' chains of 7 dofs and their 2 body ids, 16 numbers: compact
+  # where that is at most half a dense row (layout.efc_width), from 5 robots on
+  assert widths == [(0, 7, 7), (0, 28, 28), (14, 14, 56)]

@@ -667,8 +667,12 @@ def efc_width(m: Model, efc: EfcRows, chain: int) -> int:
   chains, sparse.py), 0 for the dense (nefc, nv) one.
 
   opt.jacobian (mjtJacobian): dense keeps it dense; sparse makes it compact wherever every
-  row kind has a compact form; auto (MuJoCo's default) where, besides, the compact form is the
-  smaller: 2 x chain values and 2 body ids < nv values per row. Contacts, connect and weld
+  row kind has a compact form; auto (MuJoCo's default) where, besides, a compact row (2 x chain
+  values and 2 body ids) is at most half a dense one (nv values): the solver's temporaries of
+  compact rows (gathers per body) cost more than the dense ones', so that a compact Data only
+  pays where it is much smaller (humanoid copies, batch 64, XLA memory per world of a step:
+  2 copies 448 KiB compact vs 432 dense, 4 copies 1,183 vs 1,488, 8 copies 2,809 vs 5,448;
+  docs/speed.md). Contacts, connect and weld
   rows reach two bodies' chains; joint limits, joint equalities and dof friction loss one or two
   dofs; tendon rows (limits, friction, equality) keep the Jacobian dense.
   """
@@ -681,7 +685,7 @@ def efc_width(m: Model, efc: EfcRows, chain: int) -> int:
   if np.isin(eq, (EqType.TENDON,)).any():
     return 0
   width = 2 * chain
-  if int(m.opt.jacobian) == JacobianType.AUTO and width + 2 >= m.nv:
+  if int(m.opt.jacobian) == JacobianType.AUTO and 2 * (width + 2) > m.nv:
     return 0
   return width
 
