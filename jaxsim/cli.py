@@ -46,6 +46,9 @@ def info(model: jaxsim.Model, path: str) -> str:
     f'solver   Newton Hessian rows={jaxsim.hessian_rows(model)} of {lay.nefc}  '
     '(jaxsim.with_hessian_rows)'
   )
+  jac = jaxsim.JacobianType(int(opt.jacobian)).name.lower()
+  form = f'compact rows of {lay.efc_width}' if lay.efc_width else f'dense rows of {model.nv}'
+  lines.append(f'jacobian efc_J in {form}  (<option jacobian="{jac}">, jaxsim.efc_J_dense)')
   unsupported = jaxsim.unsupported(model)
   if unsupported:
     lines.append('not yet simulated by jaxsim:')
