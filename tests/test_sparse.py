@@ -156,3 +156,20 @@ def test_auto_is_compact_for_many_robots():
   # a compact row holds two bodies' chains of 7 dofs and their 2 body ids, 16 numbers: compact
   # where that is at most half a dense row (layout.efc_width), from 5 robots on
   assert widths == [(0, 7, 7), (0, 28, 28), (14, 14, 56)]
+
+
+@pytest.mark.parametrize('options', ['solver="PGS"', 'noslip_iterations="3"'])
+def test_dual_solvers_on_compact_rows(options):
+  """PGS and noslip take the compact rows' dense form (their blocks of J M^-1 J' are dense):
+  MuJoCo's accelerations (float64)."""
+  jax.config.update('jax_enable_x64', True)
+  xml = XML.format(jac='sparse', cone='pyramidal').replace('<option ', f'<option {options} ')
+  m, mj = jaxsim.load_string(xml), mujoco.MjModel.from_xml_string(xml)
+  assert m.layout.efc_width
+  forward, md = jax.jit(jaxsim.forward), mujoco.MjData(mj)
+  for qpos, qvel in _states(mj, 2):
+    md.qpos[:], md.qvel[:] = qpos, qvel
+    mujoco.mj_forward(mj, md)
+    d = forward(m, jaxsim.make_data(m).replace(qpos=jnp.asarray(qpos), qvel=jnp.asarray(qvel)))
+    assert md.ncon > 0
+    oracle.assert_close('qacc', d.qacc, md.qacc, atol=1e-7, rtol=1e-7)
