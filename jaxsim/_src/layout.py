@@ -672,9 +672,9 @@ def efc_width(m: Model, efc: EfcRows, chain: int) -> int:
   compact rows (gathers per body) cost more than the dense ones', so that a compact Data only
   pays where it is much smaller (humanoid copies, batch 64, XLA memory per world of a step:
   2 copies 448 KiB compact vs 432 dense, 4 copies 1,183 vs 1,488, 8 copies 2,809 vs 5,448;
-  docs/speed.md). Contacts, connect and weld
-  rows reach two bodies' chains; joint limits, joint equalities and dof friction loss one or two
-  dofs; tendon rows (limits, friction, equality) keep the Jacobian dense.
+  docs/speed.md). Contacts, connect and weld rows reach two bodies' chains; joint limits, joint
+  equalities and dof friction loss one or two dofs; tendon rows (limits, friction, equality)
+  keep the Jacobian dense.
   """
   if not efc.nefc or not chain or int(m.opt.jacobian) == JacobianType.DENSE:
     return 0
@@ -688,13 +688,6 @@ def efc_width(m: Model, efc: EfcRows, chain: int) -> int:
   if int(m.opt.jacobian) == JacobianType.AUTO and 2 * (width + 2) > m.nv:
     return 0
   return width
-
-
-_CONTACT_TYPES = (
-  ConstraintType.CONTACT_FRICTIONLESS,
-  ConstraintType.CONTACT_PYRAMIDAL,
-  ConstraintType.CONTACT_ELLIPTIC,
-)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
