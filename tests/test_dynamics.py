@@ -152,3 +152,54 @@ def test_factor_m_is_mujocos_qld(path):
   solve = jax.jit(dynamics.solve_ld)
   oracle.assert_close('M^-1 x', solve(qld, x), want.T, rtol=1e-12)
   oracle.assert_close('M^-1 x[:, 0]', solve(qld, x[:, 0]), want[0], rtol=1e-12)
+
+
+def _newton_hessian(path: str, seed: int) -> np.ndarray:
+  """MuJoCo's Newton Hessian M + J' D J over its quadratic rows, in a rollout's state."""
+  mj = mujoco.MjModel.from_xml_path(path)
+  mj.opt.jacobian = mujoco.mjtJacobian.mjJAC_DENSE  # efc_J (nefc, nv)
+  md, _ = _rollout_state(mj, seed)
+  mujoco.mj_forward(mj, md)
+  qm = np.zeros((mj.nv, mj.nv))
+  mujoco.mj_fullM(mj, md, qm)
+  quad = md.efc_state == int(mujoco.mjtConstraintState.mjCNSTRSTATE_QUADRATIC)
+  j = md.efc_J.reshape(md.nefc, mj.nv)[quad]
+  assert len(j), 'no quadratic row: the test would not see J'
+  return qm + j.T @ (md.efc_D[quad, None] * j)
+
+
+@pytest.fixture(scope='module')
+def newton_hessians():
+  """Newton Hessians of dog (nv 85: blocks of 8), humanoid (27: factor_ld) and of dog and
+  humanoid_CMU coupled by a rank-one term (nv 148: blocks of 16)."""
+  suite = {os.path.basename(p)[:-4]: p for p in MODELS}
+  dog, cmu = _newton_hessian(suite['dog'], 1), _newton_hessian(suite['humanoid_CMU'], 2)
+  big = np.zeros((len(dog) + len(cmu),) * 2)
+  big[: len(dog), : len(dog)], big[len(dog) :, len(dog) :] = dog, cmu
+  v = np.random.default_rng(0).normal(size=len(big))
+  big += np.outer(v, v)
+  return {'humanoid': _newton_hessian(suite['humanoid'], 3), 'dog': dog, 'dog+cmu': big}
+
+
+@pytest.mark.parametrize('name', ['humanoid', 'dog', 'dog+cmu'])
+def test_solve_spd_is_mujocos_cholesky_solve(newton_hessians, name):
+  """solve_spd (Newton's H^-1 g: factor_spd, blocked where spd_block says so, and solve_ld)
+  equals MuJoCo's mju_cholFactor + mju_cholSolve on MuJoCo's own Newton Hessian, float64.
+  1e-9 relative to the largest entry: the two factorizations eliminate in different orders,
+  and H's condition number (contact rows with D ~ 1e5 over M's smallest eigenvalues) scales
+  their round-off differences."""
+  h = newton_hessians[name]
+  n = len(h)
+  assert dynamics.spd_block(n) == {'humanoid': 0, 'dog': 8, 'dog+cmu': 16}[name]
+  g = np.random.default_rng(n).normal(size=n)
+  chol = h.copy()
+  assert mujoco.mju_cholFactor(chol, 0.0) == n
+  want = np.zeros(n)
+  mujoco.mju_cholSolve(want, chol, g)
+  got = jax.jit(dynamics.solve_spd)(h, g)
+  oracle.assert_close(f'{name} H^-1 g', got, want, rtol=1e-9)
+  # the factor itself: H = L' D L with L unit lower triangular
+  qld = np.asarray(jax.jit(dynamics.factor_spd)(h))
+  low = np.tril(qld, -1) + np.eye(n)
+  oracle.assert_close(f"{name} L'DL", low.T @ np.diag(np.diag(qld)) @ low, h, rtol=1e-12)
+  np.testing.assert_array_equal(np.triu(qld, 1), 0.0)

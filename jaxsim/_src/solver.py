@@ -179,16 +179,53 @@ def _hessian(p: _Problem, r: RowClasses, upd: _Update, rows: int | None = None) 
   so H is always exact and costs what is quadratic, not what is allocated. Elliptic contacts in
   their middle zone are summed rows // 6 at a time the same way.
   """
+  return _newton_terms(p, r, upd, rows, False, False)[0]
+
+
+def _newton_terms(
+  p: _Problem, r: RowClasses, upd: _Update, rows: int | None, jt: bool, absolute: bool
+) -> tuple[jax.Array, jax.Array | None, jax.Array | None]:
+  """The Hessian (_hessian) and, with jt, J' force (nv,) and, with absolute, |J|' |force| (nv,)
+  (the gradient and its rounding scale), in one pass over the rows: with a buffer the rows
+  with a force or a quadratic cost are gathered once for all three (on dm_control's humanoid,
+  batch 256, the two sums over every row took 14% of a step). Returns (H, J'f or None,
+  |J|'|f| or None)."""
   dq = jnp.where(upd.state == ConstraintState.QUADRATIC, p.D, 0.0)
+  f = upd.force
   nefc = dq.shape[0]
   compact = rows is not None and rows < nefc
+  jtf = ajf = None
   if not compact and not p.J.compact:
     h = p.M + p.J.val.T @ (dq[:, None] * p.J.val)
+    if jt:
+      jtf = _jt(p.J, f, rows)
+    if absolute:
+      ajf = _jt(p.J, f, rows, absolute=True)
   else:
     # compact rows: dense rows of a buffer at a time (every row at once would be (nefc, nv))
     rows = rows if compact else min(nefc, HESSIAN_COMPACT_ROWS)
     compact = rows < nefc
-    h = _chunked(p.M, dq > 0, rows, lambda pick: _jdj(p.J, dq, pick))
+    nv = p.M.shape[0]
+
+    def term(pick):
+      jk = p.J.rows(pick)
+      dk = jnp.take(dq, pick, mode='fill', fill_value=0)
+      out = [jk.T @ (dk[:, None] * jk)]
+      if jt or absolute:
+        fk = jnp.take(f, pick, mode='fill', fill_value=0)
+      if jt:
+        out.append(jk.T @ fk)
+      if absolute:
+        out.append(jnp.abs(jk).T @ jnp.abs(fk))
+      return tuple(out)
+
+    zero = jnp.zeros(nv, p.M.dtype)
+    start = (p.M,) + (zero,) * (jt + absolute)
+    mask = (dq > 0) | (f != 0) if jt or absolute else dq > 0
+    out = list(_chunked(start, mask, rows, term))
+    h = out.pop(0)
+    jtf = out.pop(0) if jt else None
+    ajf = out.pop(0) if absolute else None
   nell = len(r.con)
   if nell:
     jc = p.J.rows(r.rows.reshape(-1)).reshape(r.rows.shape + (-1,))
@@ -205,7 +242,7 @@ def _hessian(p: _Problem, r: RowClasses, upd: _Update, rows: int | None = None) 
       h = _chunked(h, jnp.any(hc != 0, axis=(1, 2)), kc, cones)
     else:
       h = h + jnp.einsum('cin,cij,cjm->nm', jc, upd.hc, jc)
-  return h
+  return h, jtf, ajf
 
 
 # rows per pass of the Hessian of a compact Jacobian summed without a layout's buffer (the
@@ -213,25 +250,23 @@ def _hessian(p: _Problem, r: RowClasses, upd: _Update, rows: int | None = None) 
 HESSIAN_COMPACT_ROWS = 64
 
 
-def _jdj(J: sparse.Jacobian, dq: jax.Array, pick: jax.Array) -> jax.Array:
-  """J' D J over the rows `pick` (k,) of J (nefc, nv) and dq (nefc,); n (out of range) adds 0."""
-  jk = J.rows(pick)
-  dk = jnp.take(dq, pick, mode='fill', fill_value=0)
-  return jk.T @ (dk[:, None] * jk)
-
-
-def _chunked(h: jax.Array, mask: jax.Array, k: int, term) -> jax.Array:
+def _chunked(h, mask: jax.Array, k: int, term):
   """h plus term(pick) over the true entries of mask (n,), k at a time: the first k in one pass,
-  the rest (where more than k are true) in a while loop."""
+  the rest (where more than k are true) in a while loop. h and term's values: arrays or tuples
+  of arrays (summed entry by entry)."""
   count = jnp.cumsum(mask.astype(jnp.int32))
-  h = h + term(ranked(count, jnp.zeros((), jnp.int32), k))
+
+  def plus(h, pick):
+    return jax.tree_util.tree_map(jnp.add, h, term(pick))
+
+  h = plus(h, ranked(count, jnp.zeros((), jnp.int32), k))
 
   def more(c):
     return c[1] < count[-1]
 
   def add(c):
     h, start = c
-    return h + term(ranked(count, start, k)), start + k
+    return plus(h, ranked(count, start, k)), start + k
 
   return jax.lax.while_loop(more, add, (h, jnp.asarray(k, jnp.int32)))[0]
 
@@ -711,29 +746,28 @@ def _primal(cfg: _Config, r: RowClasses, p: _Problem, x: _Path):
   rounding = slope_rounding(p.M.dtype)
 
   def evaluate(ma, jaref):
-    """Forces, states, cost gradient and preconditioned gradient at a point."""
+    """Forces, states, cost gradient, preconditioned gradient and the gradient test at a point:
+    MuJoCo's test, below float64 also met where |grad| is within the rounding of its terms
+    (M qacc, qfrc_smooth and J' force, these summed from the rows' J_ij force_i)."""
     upd = update_constraint(p, r, jaref, cfg.newton and cfg.ellipse)
-    grad = ma - p.qfrc_smooth - _jt(p.J, upd.force, cfg.hessian_rows)
     if cfg.newton:
-      mgrad = dynamics.solve_spd(_hessian(p, r, upd, cfg.hessian_rows), grad)
+      h, jtf, ajf = _newton_terms(p, r, upd, cfg.hessian_rows, True, bool(rounding))
+      grad = ma - p.qfrc_smooth - jtf
+      mgrad = dynamics.solve_spd(h, grad)
     else:
+      grad = ma - p.qfrc_smooth - _jt(p.J, upd.force, cfg.hessian_rows)
       mgrad = solve_m(grad)
-    return upd, grad, mgrad
-
-  def gradient_ok(grad, ma, force):
-    """MuJoCo's gradient test; below float64 also met where |grad| is within the rounding of
-    its terms (M qacc, qfrc_smooth and J' force, these summed from the rows' J_ij force_i)."""
+      if rounding:
+        ajf = _jt(p.J, upd.force, cfg.hessian_rows, absolute=True)
     ok = scale * norm(grad) < tol
     if rounding:
-      jf = _jt(p.J, force, cfg.hessian_rows, absolute=True)  # |J|' |force|
-      terms = jnp.abs(ma) + jnp.abs(p.qfrc_smooth) + jf
+      terms = jnp.abs(ma) + jnp.abs(p.qfrc_smooth) + ajf
       ok = ok | (norm(grad) < rounding * norm(terms))
-    return ok
+    return upd, grad, mgrad, ok
 
   # the start: MuJoCo evaluates it before its first line search
   ma, jaref = p.M @ qacc, p.J @ qacc - p.aref
-  upd, grad, mgrad = evaluate(ma, jaref)
-  grad_ok = gradient_ok(grad, ma, upd.force)
+  upd, grad, mgrad, grad_ok = evaluate(ma, jaref)
   # the certificate cost - cost* <= 0.5 grad' M^-1 grad; Newton also requires the gradient test
   # (its solutions are force-accurate)
   mg = solve_m(grad) if cfg.newton else mgrad
@@ -761,10 +795,9 @@ def _primal(cfg: _Config, r: RowClasses, p: _Problem, x: _Path):
     alpha = jnp.where(skip, 0.0, alpha)
     ad, ar = isl.per_dof(alpha), alpha[x.efc_island]
     ma, jaref = c.ma + ad * mv, c.jaref + ar * jv
-    upd, grad, mgrad = evaluate(ma, jaref)
+    upd, grad, mgrad, grad_ok = evaluate(ma, jaref)
 
     improvement = scale * ls_improvement
-    grad_ok = gradient_ok(grad, ma, upd.force)
     converged = ((improvement > 0) & (improvement < tol)) | grad_ok
     if cfg.newton:
       converged = converged | (jnp.maximum(0.0, 0.5 * scale * isl.dofs(grad * mgrad)) < tol)
