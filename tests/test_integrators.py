@@ -8,6 +8,7 @@ disabled in both engines, the same random control sequence in both.
 from __future__ import annotations
 
 import os
+import re
 
 import jax
 import jax.numpy as jnp
@@ -158,6 +159,21 @@ def test_implicitfast_free_bodies_with_a_traced_model():
     batch = step(m, batch)
   oracle.assert_close('qpos', batch.qpos[0], md.qpos)
   oracle.assert_close('qvel', batch.qvel[0], md.qvel)
+
+
+@pytest.mark.parametrize('integrator', ['implicit', 'implicitfast'])
+def test_implicit_step_has_no_lapack_call(integrator):
+  """The implicit integrators factor without LAPACK on the CPU (dynamics.factor_lu, factor_ld):
+  batched LAPACK kernels can deadlock XLA's CPU pool (xla.REQUIRED_ENV; tests/test_soak.py).
+  FREE has three free bodies (implicitfast's local 6x6 solves) and, under implicit, the global
+  unsymmetric solve; the values are held to MuJoCo's by the trajectory tests above and
+  test_implicitfast_free_bodies_with_a_traced_model."""
+  m = jaxsim.load_string(FREE)
+  m = m.replace(opt=m.opt.replace(integrator=int(INTEGRATORS[integrator][0])))
+  d = jax.tree_util.tree_map(lambda x: x[None], jaxsim.make_data(m))
+  text = jax.jit(jax.vmap(jaxsim.step, in_axes=(None, 0))).lower(m, d).compile().as_text()
+  calls = re.findall(r'custom_call_target="([^"]+)"', text)
+  assert not [c for c in calls if 'lapack' in c.lower()], calls
 
 
 ACT_DERIV = """<mujoco><option integrator="implicitfast" gravity="0 0 0"/><worldbody>

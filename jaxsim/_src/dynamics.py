@@ -173,6 +173,65 @@ def solve_ld(qld: jax.Array, x: jax.Array) -> jax.Array:
   return x.reshape(shape)
 
 
+def factor_lu(a: jax.Array) -> jax.Array:
+  """LU factorization without pivoting, eliminated from the last row to the first (as MuJoCo's
+  mju_factorLUSparse for mj_implicit's qM - h qDeriv: a tree's sparsity has no fill-in), dense.
+
+  Row k eliminates column k from every row above it: a = U L with U unit upper triangular (its
+  multipliers stored above the diagonal) and L lower triangular (on and below it). A fori_loop
+  over the rows, no LAPACK call (xla.REQUIRED_ENV: batched LAPACK kernels can deadlock XLA's CPU
+  pool). A zero pivot gives non-finite values, as MuJoCo's unpivoted factorization (the step's
+  bad-qacc check then resets and counts it).
+
+  Arguments:
+    a: (n, n) matrix (qM - h qDeriv: diagonally dominant where MuJoCo's LU is used).
+  Returns:
+    lu (n, n): U strictly above the diagonal, L on and below it (solve_lu's input).
+  """
+  n = a.shape[0]
+  idx = jnp.arange(n)
+
+  def row(t, a):
+    k = n - 1 - t
+    above = idx < k
+    mult = jnp.where(above, a[:, k] / a[k, k], 0.0)  # U[i, k] for rows i < k
+    left = jnp.where(above, a[k], 0.0)  # L[k, :k]
+    a = a - mult[:, None] * left[None, :]
+    return a.at[:, k].set(jnp.where(above, mult, a[:, k]))
+
+  return jax.lax.fori_loop(0, n, row, a)
+
+
+def solve_lu(lu: jax.Array, x: jax.Array) -> jax.Array:
+  """a^-1 x from factor_lu's U L (mju_solveLUSparse's two passes): x <- U^-1 x (last row to
+  first), then x <- L^-1 x (first row to last), fori_loops, no LAPACK call.
+
+  Arguments:
+    lu: (n, n) from factor_lu.
+    x: (n,) or (n, k) right-hand sides.
+  Returns:
+    (n,) or (n, k), the shape of x.
+  """
+  n = lu.shape[0]
+  if not n:
+    return x
+  shape = x.shape
+  x = x.reshape(n, -1)
+  idx = jnp.arange(n)
+  low = jnp.tril(lu, -1)
+
+  def back(t, x):  # x[i] -= U[i, k] x[k] for i < k
+    k = n - 1 - t
+    return x - jnp.where(idx < k, lu[:, k], 0.0)[:, None] * x[k][None, :]
+
+  def fwd(i, x):  # x[i] = (x[i] - sum_j L[i, j] x[j]) / L[i, i] for j < i
+    return x.at[i].set((x[i] - low[i] @ x) / lu[i, i])
+
+  x = jax.lax.fori_loop(0, n, back, x)
+  x = jax.lax.fori_loop(0, n, fwd, x)
+  return x.reshape(shape)
+
+
 def spd_block(n: int) -> int:
   """Rows per block of factor_spd for an (n, n) matrix; 0: not blocked (factor_ld).
 

@@ -241,7 +241,7 @@ def implicit(m: Model, d: Data, bias_fn: Callable[[Data], jax.Array]) -> Data:
   qderiv = smooth_vel_deriv(m, d)
   if m.opt.integrator == IntegratorType.IMPLICIT:
     qderiv = qderiv - rne_vel_deriv(m, d, bias_fn)
-    qacc = jnp.linalg.solve(d.qM - h * qderiv, qfrc)
+    qacc = dynamics.solve_lu(dynamics.factor_lu(d.qM - h * qderiv), qfrc)
     return advance(m, d, d.act_dot, qacc)
 
   # implicitfast: the symmetric part of qDeriv (only the fluid forces' derivative is
@@ -260,9 +260,13 @@ def implicit(m: Model, d: Data, bias_fn: Callable[[Data], jax.Array]) -> Data:
   qacc = dynamics.solve_ld(qld, qfrc)
   d = d.replace(warning=warning)
   if free.size:
-    # ... and solved locally with the full unsymmetric 6x6 block (free_mhat)
+    # ... and solved locally with the full unsymmetric 6x6 block (free_mhat). MuJoCo's
+    # mju_factorLU6 pivots; this block is M's less h times a velocity derivative, diagonally
+    # dominant, and factor_lu (no pivoting, no LAPACK call) agrees with it to round-off. Where
+    # the block is singular MuJoCo keeps the global solve's qacc; so does a non-finite x here.
     a = free_mhat(m, d, qderiv, bias_fn, blocks)
-    x = jnp.linalg.solve(a, qfrc[blocks][..., None])[..., 0]
+    x = jax.vmap(lambda a, b: dynamics.solve_lu(dynamics.factor_lu(a), b))(a, qfrc[blocks])
+    x = jnp.where(jnp.all(jnp.isfinite(x), axis=-1, keepdims=True), x, qacc[blocks])
     qacc = qacc.at[blocks].set(x)
   return advance(m, d, d.act_dot, qacc)
 
