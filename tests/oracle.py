@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import re
 
 import jax
 import mujoco
@@ -103,3 +104,11 @@ def assert_close(name: str, ours, theirs, rtol: float = 1e-8, atol: float = 1e-1
       f'{name}{list(idx)}: jaxsim {ours[idx]!r} vs mujoco {theirs[idx]!r} '
       f'(max abs err {np.abs(ours - theirs).max():.3g})'
     )
+
+
+def lapack_calls(compiled_text: str) -> list[str]:
+  """The LAPACK custom calls of a compiled program's HLO text (`.compile().as_text()`): jaxsim
+  keeps them out of the CPU step, since batched LAPACK kernels can deadlock XLA's CPU pool
+  (jaxsim/_src/xla.py, docs/soak.md)."""
+  calls = re.findall(r'custom_call_target="([^"]+)"', compiled_text)
+  return [c for c in calls if 'lapack' in c.lower()]

@@ -84,13 +84,39 @@ def _safe_div(a: jax.Array, b: jax.Array) -> jax.Array:
   return jnp.where(ok, a / jnp.where(ok, b, 1.0), 0.0)
 
 
+def _gauss_jordan(a: jax.Array) -> tuple[jax.Array, jax.Array]:
+  """Pivots and inverse of a small (k, k) matrix by Gauss-Jordan elimination without pivoting,
+  unrolled over its k rows (k is WIDTH, not a model size); no LAPACK call (xla.REQUIRED_ENV).
+
+  For a symmetric matrix the pivots are the D of its L D L' eliminated from the first row: their
+  product is the determinant, and each is a Cholesky pivot squared. A zero pivot gives non-finite
+  values from there on (the callers' tests are false for them).
+
+  Arguments:
+    a: (k, k) matrix.
+  Returns:
+    (pivots (k,), a^-1 (k, k)).
+  """
+  k = a.shape[0]
+  aug = jnp.concatenate([a, jnp.eye(k, dtype=a.dtype)], axis=1)
+  pivots = []
+  for i in range(k):
+    piv = aug[i, i]
+    pivots.append(piv)
+    row = aug[i] / piv
+    aug = aug - aug[:, i][:, None] * row[None, :]
+    aug = aug.at[i].set(row)
+  return jnp.stack(pivots), aug[:, k:]
+
+
 def qcqp(A: jax.Array, b: jax.Array, d: jax.Array, r: jax.Array, n: jax.Array):
   """min 0.5 x'Ax + x'b s.t. sum (x_i/d_i)^2 <= r^2 (mju_QCQP2, mju_QCQP3, mju_QCQP).
 
   A (5, 5), b (5,), d (5,) padded beyond the first n entries (any values there); returns
   (x (5,), whether the constraint is active). Newton on the multiplier, 20 iterations at most;
   a matrix that is not positive definite (det < 1e-10 for n <= 3, a Cholesky pivot < 1e-10
-  otherwise) gives x = 0, unconstrained.
+  otherwise) gives x = 0, unconstrained. The determinant, pivots and inverse by _gauss_jordan
+  (MuJoCo: closed forms for n <= 3, its Cholesky above; the same values up to round-off).
   """
   real = jnp.arange(WIDTH) < n
   d = jnp.where(real, d, 1.0)
@@ -102,11 +128,9 @@ def qcqp(A: jax.Array, b: jax.Array, d: jax.Array, r: jax.Array, n: jax.Array):
   def body(_, c):
     la, v, done, fail = c
     ala = A + la * jnp.diag(real.astype(A.dtype))
-    fixed = jax.lax.stop_gradient(ala)  # the definiteness test only branches
-    det = jnp.linalg.det(fixed)
-    piv = jnp.diagonal(jnp.linalg.cholesky(fixed)) ** 2
-    spd = jnp.where(n <= 3, det >= 1e-10, jnp.all(piv >= 1e-10))
-    P = jnp.linalg.inv(jnp.where(spd, ala, eye))
+    piv = _gauss_jordan(jax.lax.stop_gradient(ala))[0]  # the definiteness test only branches
+    spd = jnp.where(n <= 3, jnp.prod(piv) >= 1e-10, jnp.all(piv >= 1e-10))
+    P = _gauss_jordan(jnp.where(spd, ala, eye))[1]
     vn = -P @ b
     val = vn @ vn - r * r
     deriv = -2.0 * vn @ P @ vn
