@@ -647,19 +647,11 @@ def _freeze(x: Any) -> Any:
 def body_dofs(m: Model) -> np.ndarray:
   """The dofs that move each body (its own and its ancestors'), ascending, padded with -1:
   (nbody, C), C the most any body has (a contact row's nonzero columns are among its two
-  bodies' dofs: mj_jacDifPair's chains)."""
-  parent = np.asarray(m.body_parentid)
-  adr, num = np.asarray(m.body_dofadr), np.asarray(m.body_dofnum)
-  nbody = len(parent)
-  own = [list(range(adr[b], adr[b] + num[b])) if num[b] > 0 else [] for b in range(nbody)]
-  chains: list[list[int]] = []
-  for b in range(nbody):  # bodies are numbered after their parents (MuJoCo's order)
-    chains.append((chains[parent[b]] if b else []) + own[b])
-  width = max((len(c) for c in chains), default=0)
-  out = np.full((nbody, width), -1, np.int32)
-  for b, c in enumerate(chains):
-    out[b, : len(c)] = sorted(c)
-  return out
+  bodies' dofs: mj_jacDifPair's chains). Read off the static Model.tree_body_dof."""
+  moves = np.asarray(m.tree_body_dof).astype(bool)  # [b, d]: dof d moves body b
+  width = int(moves.sum(axis=1).max(initial=0))
+  order = np.argsort(~moves, axis=1, kind='stable')[:, :width]  # its dofs first, ascending
+  return np.where(np.take_along_axis(moves, order, axis=1), order, -1).astype(np.int32)
 
 
 def efc_width(m: Model, efc: EfcRows, chain: int) -> int:

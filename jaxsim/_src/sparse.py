@@ -65,7 +65,7 @@ class Jacobian:
 
   def cols(self) -> jax.Array:
     """Each entry's column (nrow, 2C), -1 on padding (compact only)."""
-    return jnp.concatenate([self.chain[self.body[:, 0]], self.chain[self.body[:, 1]]], axis=1)
+    return _cols(self.body, self.chain)
 
   def __matmul__(self, x: jax.Array) -> jax.Array:
     """J x (nrow,) for x (ncol,)."""
@@ -105,9 +105,14 @@ class Jacobian:
     return _dense(self.val, self.body, self.chain, self.ncol)
 
 
+def _cols(body: jax.Array, chain: jax.Array) -> jax.Array:
+  """The columns (nrow, 2C) of compact rows on bodies body (nrow, 2), -1 on padding."""
+  return jnp.concatenate([chain[body[:, 0]], chain[body[:, 1]]], axis=1)
+
+
 def _dense(val: jax.Array, body: jax.Array, chain: jax.Array, ncol: int) -> jax.Array:
   n = val.shape[0]
-  cols = jnp.concatenate([chain[body[:, 0]], chain[body[:, 1]]], axis=1)
+  cols = _cols(body, chain)
   out = jnp.zeros((n, ncol), val.dtype)
   return out.at[jnp.arange(n)[:, None], jnp.maximum(cols, 0)].add(jnp.where(cols >= 0, val, 0.0))
 
