@@ -942,8 +942,9 @@ def _pgs(cfg: _Config, r: RowClasses, blk: pgs.Blocks, p: _Problem, x: _PGSPath)
   return qacc, force, state, niter, jnp.zeros((), jnp.int32)
 
 
-def problem(m: Model, d: Data, r: RowClasses) -> _Problem:
-  """The solver's per-row inputs at d: constraint rows, contact cones, inertia, smooth forces."""
+def problem(m: Model, d: Data, r: RowClasses, J: sparse.Jacobian | None = None) -> _Problem:
+  """The solver's per-row inputs at d: constraint rows, contact cones, inertia, smooth forces;
+  J: d's constraint Jacobian where the caller has it (default: sparse.jacobian(m, d))."""
   dtype = d.qacc_smooth.dtype
   con = d.contact
   if len(r.con):
@@ -957,7 +958,7 @@ def problem(m: Model, d: Data, r: RowClasses) -> _Problem:
     mu, fric = jnp.zeros(0, dtype), jnp.zeros((0, 5), dtype)
     one = jnp.zeros(0, bool)
   return _Problem(
-    J=sparse.jacobian(m, d),
+    J=sparse.jacobian(m, d) if J is None else J,
     D=jnp.where(d.efc_active, d.efc_D, 0.0),
     R=d.efc_R,
     floss=d.efc_frictionloss,
@@ -997,7 +998,8 @@ def solve(m: Model, d: Data, layout: Any = None) -> Data:
     r = row_classes(layout)
   nv, nefc = m.nv, r.nefc
   dtype = d.qacc_smooth.dtype
-  if sparse.jacobian(m, d).shape != (nefc, nv):
+  jac = sparse.jacobian(m, d)
+  if jac.shape != (nefc, nv):
     raise ValueError(f'efc_J has shape {d.efc_J.shape}; the layout needs {(nefc, nv)} rows')
   if nefc == 0 or nv == 0:
     return d.replace(
@@ -1019,7 +1021,7 @@ def solve(m: Model, d: Data, layout: Any = None) -> Data:
     warmstart=not m.opt.disableflags & DisableBit.WARMSTART,
     hessian_rows=hessian_rows(m, nefc),
   )
-  p = problem(m, d, r)
+  p = problem(m, d, r, jac)
   islands = not m.opt.disableflags & DisableBit.ISLAND
   if solver == SolverType.PGS:
     blk = pgs.blocks(m, layout, islands)
