@@ -237,10 +237,14 @@ def _one_body(m: Model, dof: np.ndarray) -> np.ndarray:
   return np.stack([np.asarray(m.dof_bodyid)[dof], np.zeros(len(dof), int)], axis=1)
 
 
-def _one_dof_rows(m: Model, lay: Layout, dof: np.ndarray, value: jax.Array) -> jax.Array:
-  """Compact rows (n, width) with `value` (n,) at dof (n,) of its body's chain (_one_body)."""
+def _one_dof_rows(
+  m: Model, lay: Layout, dof: np.ndarray, value: jax.Array, width: int | None = None
+) -> jax.Array:
+  """Compact rows (n, width) with `value` (n,) at dof (n,) of its body's chain (_one_body);
+  width: lay.efc_width (whole rows), or a chain's C (one half, for sparse.merge)."""
   k = sparse.chain_position(lay.body_dofs, np.asarray(m.dof_bodyid)[dof], dof)
-  return jnp.zeros((len(dof), lay.efc_width), value.dtype).at[np.arange(len(dof)), k].set(value)
+  width = lay.efc_width if width is None else width
+  return jnp.zeros((len(dof), width), value.dtype).at[np.arange(len(dof)), k].set(value)
 
 
 def _first_rows(lay: Layout, typ: int, ids: np.ndarray) -> np.ndarray:
@@ -357,11 +361,8 @@ def _equality(m: Model, d: Data, lay: Layout, r: RowBuffer) -> None:
       chain, width = lay.body_dofs, lay.body_dofs.shape[1]
       db = np.asarray(m.dof_bodyid)
       d1, d2 = dadr[o1], dadr[o2c]
-      k1 = sparse.chain_position(chain, db[d1], d1)
-      k2 = sparse.chain_position(chain, db[d2], d2)
-      v1 = jnp.zeros((len(ids), 1, width), r.dtype).at[np.arange(len(ids)), 0, k1].set(j1[:, 0])
-      v2 = jnp.zeros((len(ids), 1, width), r.dtype)
-      v2 = v2.at[np.arange(len(ids)), 0, k2].set(-(jnp.where(has2, deriv, 0.0) * j2[:, 0]))
+      v1 = _one_dof_rows(m, lay, d1, j1[:, 0], width)[:, None]
+      v2 = _one_dof_rows(m, lay, d2, -(jnp.where(has2, deriv, 0.0) * j2[:, 0]), width)[:, None]
       jac = sparse.merge(jnp.asarray(chain[db[d1]]), v1, jnp.asarray(chain[db[d2]]), v2)[:, 0]
       r.set(rows, body=np.stack([db[d1], db[d2]], axis=1))
     else:

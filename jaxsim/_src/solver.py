@@ -198,9 +198,9 @@ def _newton_terms(
   if not compact and not p.J.compact:
     h = p.M + p.J.val.T @ (dq[:, None] * p.J.val)
     if jt:
-      jtf = _jt(p.J, f, rows)
+      jtf = p.J.tmul(f)
     if absolute:
-      ajf = _jt(p.J, f, rows, absolute=True)
+      ajf = p.J.abs_tmul(f)
   else:
     # compact rows: dense rows of a buffer at a time (every row at once would be (nefc, nv))
     rows = rows if compact else min(nefc, HESSIAN_COMPACT_ROWS)
