@@ -5,6 +5,7 @@ This module is the public API and only re-exports it; the engine lives in `jaxsi
 """
 
 from jaxsim._src.check import describe_warnings as describe_warnings
+from jaxsim._src.dynamics import qLD_dense as qLD_dense
 from jaxsim._src.enums import BiasType as BiasType
 from jaxsim._src.enums import ConeType as ConeType
 from jaxsim._src.enums import DisableBit as DisableBit

@@ -37,6 +37,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import jaxsim
+from jaxsim._src import dynamics
 from jaxsim.mjcf import plugin
 from jaxsim.mjcf.mesh import MeshData
 
@@ -421,7 +422,7 @@ def make_data(
 
 
 # Data fields put_data and get_data do not copy by name: MuJoCo keeps them sparse or in another
-# layout (contacts and the efc_* constraint rows in MuJoCo's variable-size arrays, qLD as L'DL),
+# layout (contacts and the efc_* constraint rows in MuJoCo's variable-size arrays, qLD's rows),
 # or in a struct (warning).
 _DATA_SPECIAL = frozenset(
   {'qM', 'qLD', 'ten_J', 'actuator_moment', 'contact', 'ncon', 'warning', 'solver_niter'}
@@ -444,7 +445,7 @@ def _dense_ten_j(mujoco, m, d) -> np.ndarray:
 
 
 def _dense_qld(mujoco, m, d) -> np.ndarray:
-  """MuJoCo's qLD (L'DL factor of M on M's compressed rows) as jaxsim's dense (nv, nv) qLD."""
+  """MuJoCo's qLD (L'DL factor of M on M's compressed rows) as a dense (nv, nv) matrix."""
   out = np.zeros((m.nv, m.nv))
   if m.nv:
     mujoco.mju_sparse2dense(out, d.qLD, m.M_rownnz, m.M_rowadr, m.M_colind)
@@ -468,7 +469,7 @@ def put_data(
   Copied: the state (time, qpos, qvel, act, ctrl, qacc_warmstart, qfrc_applied, xfrc_applied,
   mocap_pos, mocap_quat, eq_active), qacc, and every derived array jaxsim shares with MuJoCo
   (frames, com quantities, tendons, actuators, forces, sensordata, energy), sparse ones made dense
-  (qM from MuJoCo's M, qLD from MuJoCo's qLD, ten_J, actuator_moment) and warning counts. Not
+  (qM from MuJoCo's M, ten_J, actuator_moment; qLD in jaxsim's compact rows) and warning counts. Not
   copied: MuJoCo's contacts and constraint rows (variable-size there, fixed slots here): the
   Data has empty slots until the next forward or step fills them.
 
@@ -501,7 +502,7 @@ def put_data(
   if m.nv:
     mujoco.mju_sym2dense(qm, d.M, m.M_rownnz, m.M_rowadr, m.M_colind)
   changes['qM'] = jnp.asarray(qm, dtype)
-  changes['qLD'] = jnp.asarray(_dense_qld(mujoco, m, d), dtype)
+  changes['qLD'] = dynamics.ld_compact(_built(m), jnp.asarray(_dense_qld(mujoco, m, d), dtype))
   changes['ten_J'] = jnp.asarray(_dense_ten_j(mujoco, m, d), dtype)
   changes['actuator_moment'] = jnp.asarray(_dense_moment(mujoco, m, d), dtype)
   nwarn = out.warning.shape[0]
@@ -533,10 +534,10 @@ def _get_one(mujoco, m, d, result) -> None:
     target[...] = v.reshape(target.shape)
   if m.nv:
     # MuJoCo 4 keeps qM as M, its lower triangle in compressed rows (M_rowadr, M_colind), and
-    # its L'DL factor qLD on the same rows (jaxsim's qLD holds the same values, dense)
+    # its L'DL factor qLD on the same rows (jaxsim's compact rows of qLD hold the same values)
     qm = np.asarray(d.qM, dtype=np.float64)
     result.M[:] = _sparse_from_dense(qm, m.M_rownnz, m.M_rowadr, m.M_colind, len(result.M))
-    qld = np.asarray(d.qLD, dtype=np.float64)
+    qld = np.asarray(dynamics.ld_dense(_built(m), np.asarray(d.qLD, np.float64)))
     result.qLD[:] = _sparse_from_dense(qld, m.M_rownnz, m.M_rowadr, m.M_colind, len(result.qLD))
     diag = np.diagonal(qld)
     # qLDiagInv = 1 / D; a Data never factorized (make_data) has D = 0 and MuJoCo's reset 0

@@ -84,6 +84,16 @@ def full_m(mj: mujoco.MjModel, md: mujoco.MjData) -> np.ndarray:
   return out
 
 
+def qld_rows(mj: mujoco.MjModel, md: mujoco.MjData) -> np.ndarray:
+  """MuJoCo's qLD as jaxsim's compact rows (nv, max M_rownnz): row i's entries on M's sparsity
+  (ancestor columns ascending, then D[i]), left-aligned, zero after."""
+  out = np.zeros((mj.nv, int(mj.M_rownnz.max(initial=0))))
+  for i in range(mj.nv):
+    a, n = mj.M_rowadr[i], mj.M_rownnz[i]
+    out[i, :n] = md.qLD[a : a + n]
+  return out
+
+
 def assert_close(name: str, ours, theirs, rtol: float = 1e-8, atol: float = 1e-12):
   """|ours - theirs| <= rtol * max(|theirs|, max|theirs|) + atol, elementwise.
 

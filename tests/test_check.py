@@ -16,6 +16,7 @@ import pytest
 import jaxsim
 from jaxsim._src import check
 from jaxsim._src.enums import WarningType
+from tests import oracle
 from tests.oracle import assert_close
 
 AUTORESET = int(mujoco.mjtDisableBit.mjDSBL_AUTORESET)
@@ -246,12 +247,6 @@ def test_singular_inertia_step_resets_as_mujoco():
     np.testing.assert_array_equal(np.asarray(d.qpos), mj.qpos0)  # reset (MuJoCo is one step on)
 
 
-def _dense_qld(mj, md) -> np.ndarray:
-  out = np.zeros((mj.nv, mj.nv))
-  mujoco.mju_sparse2dense(out, md.qLD, mj.M_rownnz, mj.M_rowadr, mj.M_colind)
-  return out
-
-
 def test_singular_inertia_forward_gives_mujocos_finite_qacc():
   """MuJoCo's clamped factor (D = mjMINVAL at dof 0), its mjWARN_INERTIA and its finite qacc."""
   m = jaxsim.load(DYNTYPE)
@@ -263,7 +258,7 @@ def test_singular_inertia_forward_gives_mujocos_finite_qacc():
     assert md.warning[WarningType.INERTIA].number == 1
     assert int(d.warning[WarningType.INERTIA]) == 1
     # MuJoCo's operations in MuJoCo's order: the same factor (the suite rounds as MuJoCo)
-    np.testing.assert_array_equal(np.asarray(d.qLD), _dense_qld(mj, md))
+    np.testing.assert_array_equal(np.asarray(d.qLD), oracle.qld_rows(mj, md))
     assert np.isfinite(md.qacc).all() and np.abs(md.qacc).max() > 1e10
     # qacc is round-off over mjMINVAL, so only a factor that rounds as MuJoCo's gets its digits
     assert_close('qacc', d.qacc, md.qacc, rtol=1e-9, atol=0)
@@ -282,13 +277,14 @@ def test_two_clamped_pivots_count_one_inertia_warning():
   mujoco.mj_forward(mj, md)
   m = jaxsim.load_string(xml)
   d = jax.jit(jaxsim.forward)(m, jaxsim.make_data(m))
-  qld = _dense_qld(mj, md)
+  qld = np.zeros((mj.nv, mj.nv))
+  mujoco.mju_sparse2dense(qld, md.qLD, mj.M_rownnz, mj.M_rowadr, mj.M_colind)
   np.testing.assert_array_equal(np.diagonal(qld)[:2], 1e-15)  # both clamped to mjMINVAL
   assert md.warning[WarningType.INERTIA].number == 1
   np.testing.assert_array_equal(np.asarray(d.warning), [w.number for w in md.warning])
   # L over the clamped pivots is round-off / mjMINVAL (MuJoCo's L[1, 0] is 0; an elimination in
   # another order gave 0.11): equal only in MuJoCo's order of operations
-  np.testing.assert_array_equal(np.asarray(d.qLD), qld)
+  np.testing.assert_array_equal(np.asarray(d.qLD), oracle.qld_rows(mj, md))
   assert_close('qacc', d.qacc, md.qacc, rtol=1e-9, atol=0)
 
 

@@ -12,6 +12,7 @@ where MuJoCo computes them.
 
 from __future__ import annotations
 
+import functools
 import os
 
 import jax
@@ -132,15 +133,22 @@ LD_MODELS = [
 
 @pytest.mark.parametrize('path', LD_MODELS, ids=model_id)
 def test_factor_m_is_mujocos_qld(path):
-  """factor_ld of MuJoCo's M holds MuJoCo's qLD values (D on the diagonal, L below), zero off
-  M's sparsity, and solve_ld is mj_solveM, for one and several right-hand sides."""
+  """factor_tree of MuJoCo's M gives MuJoCo's qLD values in MuJoCo's rows (compact, left-aligned),
+  and solve_tree is mj_solveM, for one and several right-hand sides; the dense factor_ld
+  (Euler's and implicitfast's M + hB, small Newton Hessians) holds the same values densely, zero
+  off M's sparsity, and solve_ld is mj_solveM too."""
   mj = mujoco.MjModel.from_xml_path(path)
+  m = oracle.load(path)
   md, rng = _rollout_state(mj, 1)
   mujoco.mj_forward(mj, md)
   nv = mj.nv
   qm, theirs = np.zeros((nv, nv)), np.zeros((nv, nv))
   mujoco.mj_fullM(mj, md, qm)
   mujoco.mju_sparse2dense(theirs, md.qLD, mj.M_rownnz, mj.M_rowadr, mj.M_colind)
+  rows, clamped = jax.jit(functools.partial(dynamics.factor_tree, m))(qm)
+  assert not bool(clamped)
+  oracle.assert_close('qLD rows', rows, oracle.qld_rows(mj, md), rtol=1e-12)
+  oracle.assert_close('qLD dense', dynamics.ld_dense(m, rows), theirs, rtol=1e-12)
   qld, clamped = jax.jit(dynamics.factor_ld)(qm)
   assert not bool(clamped)
   oracle.assert_close('qLD', qld, theirs, rtol=1e-12)
@@ -149,6 +157,9 @@ def test_factor_m_is_mujocos_qld(path):
   x = rng.normal(size=(nv, 3))
   want = np.zeros((3, nv))
   mujoco.mj_solveM(mj, md, want, np.ascontiguousarray(x.T))
+  tree = jax.jit(functools.partial(dynamics.solve_tree, dynamics.ld_layout(m)))
+  oracle.assert_close('M^-1 x (rows)', tree(rows, x), want.T, rtol=1e-12)
+  oracle.assert_close('M^-1 x[:, 0] (rows)', tree(rows, x[:, 0]), want[0], rtol=1e-12)
   solve = jax.jit(dynamics.solve_ld)
   oracle.assert_close('M^-1 x', solve(qld, x), want.T, rtol=1e-12)
   oracle.assert_close('M^-1 x[:, 0]', solve(qld, x[:, 0]), want[0], rtol=1e-12)

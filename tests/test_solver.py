@@ -23,7 +23,7 @@ import pytest
 import jaxsim
 from jaxsim._src import solver
 from jaxsim._src.layout import row_classes
-from jaxsim._src.types import Data, Model, Option, make_data, static_fields
+from jaxsim._src.types import Data, Model, Option, make_data, static_fields, tree_structure
 from tests import oracle
 from tests.models import dm_control_suite
 
@@ -124,7 +124,15 @@ def solver_model(mj: mujoco.MjModel) -> Model:
   static = static_fields(Option)
   opt = {k: int(getattr(o, k)) if k in static else jnp.asarray(getattr(o, k)) for k in keys}
   base = _empty()
-  return base.replace(nv=mj.nv, opt=base.opt.replace(**opt))
+  # the dof tree and simple bodies: M's sparsity, the layout of qLD's rows
+  tree = tree_structure(mj.body_parentid, mj.dof_bodyid, mj.dof_parentid)['tree_dof_dof']
+  return base.replace(
+    nv=mj.nv,
+    opt=base.opt.replace(**opt),
+    tree_dof_dof=tree,
+    dof_bodyid=np.array(mj.dof_bodyid),
+    body_simple=np.array(mj.body_simple),
+  )
 
 
 def solver_options(m: jaxsim.Model, mj: mujoco.MjModel) -> jaxsim.Model:
@@ -149,10 +157,10 @@ SOLVER_FIELDS = (
 ).split()
 
 
-def solver_data(nv: int, ncon: int, nefc: int) -> Data:
-  """A zero jaxsim Data with nv dofs, ncon contact slots and nefc constraint rows (the fields
-  the solver reads and writes are then set from MuJoCo's)."""
-  return make_data(_empty().replace(nv=nv), ncon=ncon, nefc=nefc)
+def solver_data(m: Model, ncon: int, nefc: int) -> Data:
+  """A zero jaxsim Data for solver_model's m, with ncon contact slots and nefc constraint rows
+  (the fields the solver reads and writes are then set from MuJoCo's)."""
+  return make_data(m, ncon=ncon, nefc=nefc)
 
 
 def rollout_state(mj: mujoco.MjModel, seed: int, nstep: int) -> mujoco.MjData:
@@ -234,15 +242,15 @@ def problem(mj: mujoco.MjModel, md: mujoco.MjData, seed: int = 0, pad: bool = Tr
   j = md.efc_J.reshape(nefc, nv)
   qm = np.zeros((nv, nv))
   mujoco.mj_fullM(mj, md, qm)
-  qld = np.zeros((nv, nv))  # MuJoCo's L'DL factor, dense as jaxsim keeps it
-  mujoco.mju_sparse2dense(qld, md.qLD, mj.M_rownnz, mj.M_rowadr, mj.M_colind)
+  qld = oracle.qld_rows(mj, md)  # MuJoCo's L'DL factor, in jaxsim's compact rows
   ncs = ncon + pad
   fric = np.abs(rng.normal(size=(ncs, 5)))
   fric[:ncon] = md.contact.friction[:ncon]
   mu = np.abs(rng.normal(size=ncs))
   mu[:ncon] = md.contact.mu[:ncon]
   if model is None:
-    m, d = solver_model(mj), solver_data(nv, ncs, n)
+    m = solver_model(mj)
+    d = solver_data(m, ncs, n)
   else:
     m = solver_options(model, mj)
     d = make_data(m, ncon=ncs, nefc=n)

@@ -5,13 +5,15 @@ All tree sums are products with the static masks in `Model.tree_*` (dense, matmu
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from jaxsim._src import math
 from jaxsim._src.enums import MINVAL, DisableBit, TrnType, WarningType
-from jaxsim._src.types import Data, Model
+from jaxsim._src.types import Data, Model, m_sparsity, qld_width
 
 
 def _gear2_sum(m: Model, values: jax.Array, trntypes: tuple[int, ...], size: int) -> jax.Array:
@@ -173,6 +175,143 @@ def solve_ld(qld: jax.Array, x: jax.Array) -> jax.Array:
   return x.reshape(shape)
 
 
+# ------------------------------------------------------------------------------ qLD, compact rows
+
+
+class LDLayout(NamedTuple):
+  """Static layout of qLD's compact rows (ld_layout)."""
+
+  cols: np.ndarray  # (nv, nld) the column of each entry (i itself in the padding)
+  pos: np.ndarray  # (nv, nv) [i, j] the entry of column j in row i; -1: not i or an ancestor
+  diag: np.ndarray  # (nv,) the entry of D[i] in row i
+
+
+def ld_layout(m: Model) -> LDLayout:
+  """Static layout of qLD's compact rows (Data.qLD, (nv, nld)): MuJoCo's rows of qLD
+  (M_rowadr, M_colind), left-aligned: row i holds L[i, j] for the ancestor dofs j of i
+  (dof_parentid chain; none for a simple body's dofs: types.m_sparsity), root first, then D[i].
+  A tree's L'DL has no fill-in, so these are all of L's entries.
+
+  Returns:
+    cols (nv, nld): the column of each entry (i itself in the padding after the diagonal);
+    pos (nv, nv): [i, j] the entry of column j in row i, -1 where j is neither i nor an ancestor;
+    diag (nv,): the entry of D[i] in row i (its chain length less one).
+  """
+  anc = m_sparsity(m)  # [i, j]: j ancestor-or-self of i, on M's sparsity
+  nv, width = anc.shape[0], qld_width(m)
+  pos = np.where(anc, np.cumsum(anc, axis=1) - 1, -1).astype(np.int32)
+  cols = np.tile(np.arange(nv, dtype=np.int32)[:, None], (1, width))
+  i, j = np.nonzero(anc)
+  cols[i, pos[i, j]] = j
+  return LDLayout(cols, pos, (anc.sum(axis=1) - 1).astype(np.int32))
+
+
+def ld_compact(m: Model, dense: jax.Array) -> jax.Array:
+  """qLD's compact rows (nv, nld) of a dense (nv, nv) factor (D on the diagonal, L below), or
+  the entries of a symmetric matrix's lower triangle on M's sparsity."""
+  cols, pos, diag = ld_layout(m)
+  keep = np.arange(cols.shape[1])[None, :] <= diag[:, None]
+  return jnp.where(keep, jnp.asarray(dense)[np.arange(m.nv)[:, None], cols], 0.0)
+
+
+def ld_dense(m: Model, qld: jax.Array) -> jax.Array:
+  """The dense (nv, nv) form of qLD's compact rows: D on the diagonal, L below, zero above.
+
+  Arguments:
+    qld: (..., nv, nld) compact rows (Data.qLD, batched or not).
+  Returns:
+    (..., nv, nv).
+  """
+  _, pos, _ = ld_layout(m)
+  qld = jnp.asarray(qld)
+  entries = qld[..., np.arange(m.nv)[:, None], np.maximum(pos, 0)]
+  return jnp.where(pos >= 0, entries, 0.0)
+
+
+def qLD_dense(m: Model, d: Data) -> jax.Array:
+  """Data's qLD as a dense (..., nv, nv) matrix (D on the diagonal, L below, zero above), for one
+  world or a batch (leading axes): MuJoCo's factor values, Data keeps them in compact rows."""
+  return ld_dense(m, d.qLD)
+
+
+def factor_tree(m: Model, qm: jax.Array) -> tuple[jax.Array, jax.Array]:
+  """MuJoCo's L'DL factorization of an inertia-like matrix on M's sparsity (mj_factorI), in
+  qLD's compact rows (ld_layout).
+
+  factor_ld's elimination (from the last dof to the first, MuJoCo's operations in MuJoCo's
+  order, the pivot clamp at MINVAL), on rows of the dof's ancestor chain only: a trip updates
+  the rows of row k's ancestors, (nv, nld) rather than (nv, nv) (a tree has no fill-in, so no
+  entry outside M's sparsity is ever nonzero). Entries of qm off M's sparsity are not read
+  (MuJoCo's sparse M has no room for them).
+
+  Arguments:
+    qm: (nv, nv) symmetric matrix; only its lower triangle on M's sparsity is read.
+  Returns:
+    qld (nv, nld) compact rows; clamped: () bool, some pivot was below MINVAL (mjWARN_INERTIA).
+  """
+  n = m.nv
+  _, pos, diag = ld_layout(m)
+  a = ld_compact(m, qm)
+  q = np.arange(a.shape[1])
+  pos_j, diag_j = jnp.asarray(pos), jnp.asarray(diag)
+
+  def row(t, carry):
+    a, clamped = carry  # rows > k: factor rows; rows <= k: M with the updates of rows > k
+    k = n - 1 - t
+    ak, pk, dk = a[k], pos_j[k], diag_j[k]
+    piv = ak[dk]
+    small = piv < MINVAL
+    piv = jnp.where(small, MINVAL, piv)
+    inv = 1 / piv
+    above = (pk >= 0) & (pk < dk)  # the ancestors i of k
+    # row i (entry p of row k): A[i, :p+1] += A[k, :p+1] * -(A[k, p] / D_k) (MuJoCo: qLDiagInv)
+    lrow = ak[jnp.maximum(pk, 0)] * inv
+    upd = above[:, None] & (q[None, :] <= pk[:, None])
+    a = jnp.where(upd, a + ak[None, :] * (-lrow)[:, None], a)
+    a = a.at[k].set(jnp.where(q < dk, ak * inv, jnp.where(q == dk, piv, 0.0)))
+    return a, clamped | small
+
+  return jax.lax.fori_loop(0, n, row, (a, jnp.zeros((), bool)))
+
+
+def solve_tree(ld: LDLayout, qld: jax.Array, x: jax.Array) -> jax.Array:
+  """(L' D L)^-1 x from qLD's compact rows (factor_tree; mj_solveLD).
+
+  solve_ld's passes and arithmetic (x <- L'^-1 x last row to first, x <- D^-1 x, x <- L^-1 x
+  first row to last), each row of L expanded to (nv,) from its compact entries in the trip.
+
+  Arguments:
+    ld: ld_layout(m).
+    qld: (nv, nld) compact rows.
+    x: (nv,) or (nv, k) right-hand sides.
+  Returns:
+    (nv,) or (nv, k), the shape of x.
+  """
+  n = x.shape[0]
+  if not n:
+    return x
+  _, pos, diag = ld
+  pos_j, diag_j = jnp.asarray(pos), jnp.asarray(diag)
+  shape = x.shape
+  x = x.reshape(n, -1)
+
+  def low(i):  # L[i, :] (nv,): the entries before the diagonal, zero elsewhere
+    p = pos_j[i]
+    return jnp.where((p >= 0) & (p < diag_j[i]), qld[i][jnp.maximum(p, 0)], 0.0)
+
+  def back(t, x):  # x[j] -= L[i, j] x[i] for j < i
+    i = n - 1 - t
+    return x - low(i)[:, None] * x[i][None, :]
+
+  def fwd(i, x):  # x[i] -= sum_j L[i, j] x[j] for j < i
+    return x.at[i].add(-(low(i) @ x))
+
+  x = jax.lax.fori_loop(0, n, back, x)
+  x = x * (1 / qld[np.arange(n), diag])[:, None]
+  x = jax.lax.fori_loop(0, n, fwd, x)
+  return x.reshape(shape)
+
+
 def factor_lu(a: jax.Array) -> jax.Array:
   """LU factorization without pivoting, eliminated from the last row to the first (as MuJoCo's
   mju_factorLUSparse for mj_implicit's qM - h qDeriv: a tree's sparsity has no fill-in), dense.
@@ -325,37 +464,37 @@ def solve_spd(h: jax.Array, x: jax.Array) -> jax.Array:
 
 
 def factor_warn(
-  qm: jax.Array, warning: jax.Array, used: jax.Array | bool = True
+  qm: jax.Array, warning: jax.Array, used: jax.Array | bool = True, m: Model | None = None
 ) -> tuple[jax.Array, jax.Array]:
-  """factor_ld, counting mjWARN_INERTIA (once per factorization, as MuJoCo) where a pivot was
-  clamped to MINVAL.
+  """MuJoCo's L'DL factor (mj_factorI), counting mjWARN_INERTIA (once per factorization, as
+  MuJoCo) where a pivot was clamped to MINVAL.
 
   Arguments:
     qm: (n, n) symmetric matrix.
     warning: (nwarning,) Data.warning.
     used: () whether the caller uses this factor (a warning is counted only then).
+    m: with the Model, qm is on M's sparsity (n = nv) and is factored in qLD's compact rows
+      (factor_tree); without, densely (factor_ld).
   Returns:
-    (qld (n, n), warning (nwarning,)).
+    (qld (n, n) or (nv, nld), warning (nwarning,)).
   """
-  qld, clamped = factor_ld(qm)
+  qld, clamped = factor_ld(qm) if m is None else factor_tree(m, qm)
   count = (clamped & used).astype(warning.dtype)
   return qld, warning.at[WarningType.INERTIA].add(count)
 
 
 def factor_m(m: Model, d: Data) -> Data:
-  """MuJoCo's L'DL factor of qM in qLD, D on the diagonal and L below (mj_factorM); counts
+  """MuJoCo's L'DL factor of qM in qLD's compact rows (factor_tree; mj_factorM); counts
   mjWARN_INERTIA where a pivot was clamped (factor_warn)."""
   if not m.nv:
     return d
-  qld, warning = factor_warn(d.qM, d.warning)
+  qld, warning = factor_warn(d.qM, d.warning, m=m)
   return d.replace(qLD=qld, warning=warning)
 
 
 def solve_m(m: Model, d: Data, x: jax.Array) -> jax.Array:
   """M^-1 x for x (nv,) or (nv, n), using the factor in qLD (mj_solveM)."""
-  if not m.nv:
-    return x
-  return solve_ld(d.qLD, x)
+  return solve_tree(ld_layout(m), d.qLD, x)
 
 
 def rne(m: Model, d: Data, flg_acc: bool = False) -> jax.Array:

@@ -82,10 +82,11 @@ def euler(m: Model, d: Data) -> Data:
     # MuJoCo factors M + hB only where some dof is damped; otherwise its qacc is d->qacc. The
     # damping values are dynamic here, so select rather than branch.
     damped = jnp.any(b != 0)
-    # MuJoCo's L'DL (mj_factorI): its pivot clamp keeps a singular M + hB finite; mjWARN_INERTIA
-    # is counted only where the factor is used, as MuJoCo factors only then
-    qld, warning = dynamics.factor_warn(qh, d.warning, damped)
-    qacc = jnp.where(damped, dynamics.solve_ld(qld, qfrc), d.qacc)
+    # MuJoCo's L'DL (mj_factorI) on M's sparsity (hB is diagonal): its pivot clamp keeps a
+    # singular M + hB finite; mjWARN_INERTIA is counted only where the factor is used, as MuJoCo
+    # factors only then
+    qld, warning = dynamics.factor_warn(qh, d.warning, damped, m)
+    qacc = jnp.where(damped, dynamics.solve_tree(dynamics.ld_layout(m), qld, qfrc), d.qacc)
     d = d.replace(warning=warning)
   return advance(m, d, d.act_dot, qacc)
 

@@ -246,6 +246,7 @@ def dual_state(force, ne, nf, floss, active, ell_rows, ell_mu, ell_fric, ell_one
 def solve(
   blk: Blocks,
   J: jax.Array,
+  ld: dynamics.LDLayout,
   qLD: jax.Array,
   qacc_smooth: jax.Array,
   force: jax.Array,
@@ -261,16 +262,17 @@ def solve(
 ) -> tuple[jax.Array, jax.Array]:
   """efc_force (nefc,) after at most `iterations` noslip sweeps, and the most sweeps of an island.
 
-  J (nefc, nv), qLD M's L'DL factor (nv, nv: factor_ld), force the main solver's efc_force,
-  slot_friction (ncon, 5) contact friction per slot. With `label` (nefc,), the island of each
-  row, each island stops on its own (mj_solNoSlip_island) when its improvement, scaled by its
-  entry of `scale` (nisland,), is below `tolerance` (opt.noslip_tolerance); without, one island.
+  J (nefc, nv), qLD M's L'DL factor (nv, nld: factor_tree, layout ld), force the main
+  solver's efc_force, slot_friction (ncon, 5) contact friction per slot. With `label` (nefc,),
+  the island of each row, each island stops on its own (mj_solNoSlip_island) when its
+  improvement, scaled by its entry of `scale` (nisland,), is below `tolerance`
+  (opt.noslip_tolerance); without, one island.
   """
   nefc, dtype = J.shape[0], J.dtype
   nblk = blk.rows.shape[0]
   if nblk == 0 or iterations <= 0:
     return force, jnp.zeros((), jnp.int32)
-  W = _rows_minv(qLD, J, active)  # rows of J M^-1, (nefc, nv); zero on inactive rows
+  W = _rows_minv(ld, qLD, J, active)  # rows of J M^-1, (nefc, nv); zero on inactive rows
   if slot_friction.shape[0]:
     fric_b = slot_friction[blk.slot]  # (nblk, 5)
   else:
@@ -296,17 +298,24 @@ def solve(
 CHUNK = 32  # rows of J M^-1 per solve in _rows_minv
 
 
-def _rows_minv_every(qLD: jax.Array, J: jax.Array, active: jax.Array) -> jax.Array:
-  return jnp.where(active[:, None], dynamics.solve_ld(qLD, J.T).T, 0.0)
+def _rows_minv(ld: dynamics.LDLayout, qLD: jax.Array, J: jax.Array, active: jax.Array):
+  """J M^-1 (nefc, nv) on the active rows, zero on the others (_rows_minv_active), with the
+  derivatives of every row's solve."""
+  run = jax.custom_jvp(functools.partial(_rows_minv_active, ld))
+  run.defjvp(lambda p, t: jax.jvp(functools.partial(_rows_minv_every, ld), p, t))
+  return run(qLD, J, active)
 
 
-@jax.custom_jvp
-def _rows_minv(qLD: jax.Array, J: jax.Array, active: jax.Array) -> jax.Array:
+def _rows_minv_every(ld, qLD: jax.Array, J: jax.Array, active: jax.Array) -> jax.Array:
+  return jnp.where(active[:, None], dynamics.solve_tree(ld, qLD, J.T).T, 0.0)
+
+
+def _rows_minv_active(ld, qLD: jax.Array, J: jax.Array, active: jax.Array) -> jax.Array:
   """J M^-1 (nefc, nv) on the active rows, zero on the others.
 
   The sweeps read W only through active rows and their forces (an inactive row's force is zero),
   so the rest need not be solved for: the active rows are solved CHUNK at a time in a while_loop
-  that stops after the last (dog: 13 of 890 rows in contact, and solve_ld's passes cost in
+  that stops after the last (dog: 13 of 890 rows in contact, and solve_tree's passes cost in
   proportion to the columns). Derivatives are those of every row's solve, masked the same way
   (a while_loop has no reverse mode).
   """
@@ -320,14 +329,11 @@ def _rows_minv(qLD: jax.Array, J: jax.Array, active: jax.Array) -> jax.Array:
   def body(c):
     i, W = c
     idx = math.ranked(count, i * chunk, chunk)  # nefc past the last active row
-    W = W.at[idx].set(dynamics.solve_ld(qLD, Jp[idx].T).T, mode='drop')
+    W = W.at[idx].set(dynamics.solve_tree(ld, qLD, Jp[idx].T).T, mode='drop')
     return i + 1, W
 
   init = (jnp.zeros((), jnp.int32), jnp.zeros_like(J))
   return jax.lax.while_loop(lambda c: c[0] * chunk < count[-1], body, init)[1]
-
-
-_rows_minv.defjvp(lambda p, t: jax.jvp(_rows_minv_every, p, t))
 
 
 def _sweeps(

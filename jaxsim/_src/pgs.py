@@ -258,6 +258,7 @@ def _project(f, kind_row, floss, ell_rows, fric):
 def solve(
   blk: Blocks,
   J: jax.Array,
+  ld: dynamics.LDLayout,
   qLD: jax.Array,
   qacc_smooth: jax.Array,
   force: jax.Array,
@@ -273,9 +274,9 @@ def solve(
 ) -> tuple[jax.Array, jax.Array]:
   """efc_force (nefc,) after PGS from `force` (the warm start), and the most sweeps of an island.
 
-  J (nefc, nv), qLD the L'DL factor of M (nv, nv, dynamics.factor_ld); ell_fric (nell, 5) the
-  elliptic contacts' cone (zero beyond condim - 1); label (nefc,) island of each row (< ntree
-  or 0); inertia (nisl,) the improvement scale's inertia of each island.
+  J (nefc, nv), qLD the L'DL factor of M (nv, nld: dynamics.factor_tree, layout ld); ell_fric
+  (nell, 5) the elliptic contacts' cone (zero beyond condim - 1); label (nefc,) island of each
+  row (< ntree or 0); inertia (nisl,) the improvement scale's inertia of each island.
   """
   nefc, nv = J.shape
   dtype = J.dtype
@@ -283,7 +284,7 @@ def solve(
   nisl = max(blk.ntree, 1)
   if nblk == 0 or iterations <= 0:
     return force, jnp.zeros((), jnp.int32)
-  W = dynamics.solve_ld(qLD, J.T).T  # rows of J M^-1, (nefc, nv)
+  W = dynamics.solve_tree(ld, qLD, J.T).T  # rows of J M^-1, (nefc, nv)
   ardiag = jnp.sum(J * W, axis=1) + R
   arinv = 1.0 / jnp.where(active, ardiag, 1.0)
   pad_r = jnp.zeros((1, nv), dtype)

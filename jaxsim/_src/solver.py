@@ -675,12 +675,13 @@ class _Config(NamedTuple):
   ls_iterations: int
   warmstart: bool
   hessian_rows: int  # Newton's compact Hessian buffer (layout.hessian_rows)
+  ld: dynamics.LDLayout  # qLD's compact rows (M^-1 solves)
 
 
 class _Path(NamedTuple):
   """Inputs that choose the path to the solution but not the solution itself."""
 
-  qLD: jax.Array  # (nv, nv) L'DL factor of M, dynamics.factor_ld (CG preconditioner, start test)
+  qLD: jax.Array  # (nv, nld) L'DL factor of M, dynamics.factor_tree (CG preconditioner, start test)
   qacc_warmstart: jax.Array  # (nv,)
   tolerance: jax.Array
   ls_tolerance: jax.Array
@@ -725,7 +726,7 @@ def _primal(cfg: _Config, r: RowClasses, p: _Problem, x: _Path):
   scale = 1.0 / jnp.where(empty, 1.0, x.inertia)
 
   def solve_m(v):
-    return dynamics.solve_ld(x.qLD, v)
+    return dynamics.solve_tree(cfg.ld, x.qLD, v)
 
   def gauss(qacc, ma):
     return 0.5 * (ma - p.qfrc_smooth) @ (qacc - p.qacc_smooth)
@@ -870,7 +871,7 @@ def _primal_jvp(cfg: _Config, r: RowClasses, primals, tangents, run=None):
 class _PGSPath(NamedTuple):
   """The PGS solve's inputs beside the problem: factor, warm start, islands, tolerance."""
 
-  qLD: jax.Array  # (nv, nv)
+  qLD: jax.Array  # (nv, nld)
   qacc_warmstart: jax.Array  # (nv,)
   tolerance: jax.Array
   label: jax.Array  # (nefc,) island of each row
@@ -915,13 +916,14 @@ def _pgs(cfg: _Config, r: RowClasses, blk: pgs.Blocks, p: _Problem, x: _PGSPath)
     # the primal forces at qacc_warmstart, or zero where their dual cost is not negative
     f = update_constraint(p, r, jw, False).force
     b = jnp.where(p.active, p.J @ p.qacc_smooth - p.aref, 0.0)
-    arf = p.J @ dynamics.solve_ld(x.qLD, p.J.tmul(f)) + p.R * f
+    arf = p.J @ dynamics.solve_tree(cfg.ld, x.qLD, p.J.tmul(f)) + p.R * f
     f = jnp.where(f @ b + 0.5 * f @ arf > 0, 0.0, f)
   else:
     f = jnp.zeros_like(p.aref)
   force, niter = pgs.solve(
     blk,
     p.J.dense(),  # PGS's blocks of J M^-1 J' are dense in rows and dofs
+    cfg.ld,
     x.qLD,
     p.qacc_smooth,
     f,
@@ -935,7 +937,7 @@ def _pgs(cfg: _Config, r: RowClasses, blk: pgs.Blocks, p: _Problem, x: _PGSPath)
     cfg.iterations,
     x.tolerance,
   )
-  qacc = p.qacc_smooth + dynamics.solve_ld(x.qLD, p.J.tmul(force))
+  qacc = p.qacc_smooth + dynamics.solve_tree(cfg.ld, x.qLD, p.J.tmul(force))
   state = noslip.dual_state(
     force, int(r.eq.sum()), int(r.fri.sum()), p.floss, p.active, r.rows, p.mu, p.fric, p.one
   )
@@ -1020,6 +1022,7 @@ def solve(m: Model, d: Data, layout: Any = None) -> Data:
     ls_iterations=int(m.opt.ls_iterations),
     warmstart=not m.opt.disableflags & DisableBit.WARMSTART,
     hessian_rows=hessian_rows(m, nefc),
+    ld=dynamics.ld_layout(m),
   )
   p = problem(m, d, r, jac)
   islands = not m.opt.disableflags & DisableBit.ISLAND
@@ -1049,6 +1052,7 @@ def solve(m: Model, d: Data, layout: Any = None) -> Data:
     force, extra = noslip.solve(
       noslip.blocks(layout),
       p.J.dense(),  # its rows of J M^-1 are dense (nefc, nv) anyway
+      cfg.ld,
       d.qLD,
       p.qacc_smooth,
       force,
@@ -1064,7 +1068,7 @@ def solve(m: Model, d: Data, layout: Any = None) -> Data:
       row,
     )
     # the dual solvers' finish (mj_dualFinish): qacc from the forces, states from the forces
-    qacc = p.qacc_smooth + dynamics.solve_ld(d.qLD, p.J.tmul(force))
+    qacc = p.qacc_smooth + dynamics.solve_tree(cfg.ld, d.qLD, p.J.tmul(force))
     state = noslip.dual_state(
       force, int(layout.ne), int(layout.nf), p.floss, p.active, r.rows, p.mu, p.fric, p.one
     )

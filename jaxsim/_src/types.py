@@ -652,8 +652,10 @@ class Data(_Struct):
   """The simulation state and everything derived from it (mjData fields, all dynamic).
 
   Sizes in shapes: nefc, the constraint rows (Model.nefcmax for make_data's Data); ncon, the
-  contact slots (Model.nconmax); nwarning, the mjtWarning kinds. Matrices MuJoCo keeps sparse
-  (qM, qLD, ten_J, actuator_moment) are dense here; efc_J is dense or in compact rows
+  contact slots (Model.nconmax); nwarning, the mjtWarning kinds; nld, the entries of qLD's longest
+  row (qld_width). qLD is in compact rows (`jaxsim.qLD_dense` gives the dense form); the other
+  matrices MuJoCo keeps sparse (qM, ten_J, actuator_moment) are dense here; efc_J is dense or in
+  compact rows
   (sparse.py; `jaxsim.efc_J_dense` gives the dense form): njcol, its columns, nv dense or
   Model.layout.efc_width compact; njbody, the bodies named per compact row, 0 dense or 2.
   """
@@ -704,8 +706,9 @@ class Data(_Struct):
   # inertia and forces
   qM: jax.Array = field('(nv, nv) total inertia')
   qLD: jax.Array = field(
-    "(nv, nv) L'*D*L factor of qM, MuJoCo's values dense: D on the diagonal, L (unit lower) "
-    'below it, zero above; MuJoCo keeps the same values on the sparsity M_rowadr, M_colind'
+    "(nv, nld) L'*D*L factor of qM in compact rows, MuJoCo's values and layout: row i holds "
+    "L[i, j] for the ancestor dofs j of i, root first, then D[i] (MuJoCo's row i of qLD on "
+    'M_rowadr, M_colind, left-aligned), zero after; jaxsim.qLD_dense gives the dense (nv, nv)'
   )
   qfrc_bias: jax.Array = field('(nv,) C(qpos,qvel)')
   qfrc_passive: jax.Array = field('(nv,) total passive force')
@@ -758,6 +761,20 @@ class Data(_Struct):
   cfrc_ext: jax.Array = field('(nbody, 6) com-based external force on body')
   # mj_compareFwdInv (fwdinv enable flag)
   solver_fwdinv: jax.Array = field('(2,) forward-inverse comparison: qfrc, efc')
+
+
+def m_sparsity(m: Model) -> np.ndarray:
+  """(nv, nv) bool: the lower triangle of MuJoCo's sparse qM and qLD (M_rownnz, M_colind): [i, j]
+  where dof j is i or an ancestor of i, except that the dofs of a simple body (body_simple: its
+  inertia is diagonal in its dofs) have their diagonal only."""
+  anc = np.asarray(m.tree_dof_dof).astype(bool)
+  simple = np.asarray(m.body_simple)[np.asarray(m.dof_bodyid)] > 0
+  return anc & (~simple[:, None] | np.eye(len(simple), dtype=bool))
+
+
+def qld_width(m: Model) -> int:
+  """Entries in the longest compact row of qLD (nld): MuJoCo's largest M_rownnz."""
+  return int(m_sparsity(m).sum(axis=1).max(initial=0))
 
 
 def tree_structure(parentid: np.ndarray, dof_bodyid: np.ndarray, dof_parentid: np.ndarray):
@@ -1070,7 +1087,7 @@ def make_data(m: Model, ncon: int | None = None, nefc: int | None = None) -> Dat
     actuator_moment=z(nu, nv),
     actuator_force=z(nu),
     qM=z(nv, nv),
-    qLD=z(nv, nv),
+    qLD=z(nv, qld_width(m)),
     qfrc_bias=z(nv),
     qfrc_passive=z(nv),
     qfrc_spring=z(nv),
