@@ -4,6 +4,7 @@ This module is the public API and only re-exports it; the engine lives in `jaxsi
 (see DESIGN.md, "The house"). The RL layer is `jaxsim.envs` (imported on its own).
 """
 
+from jaxsim._src.actuation import actuator_moment_dense as actuator_moment_dense
 from jaxsim._src.check import describe_warnings as describe_warnings
 from jaxsim._src.dynamics import qLD_dense as qLD_dense
 from jaxsim._src.enums import BiasType as BiasType

@@ -37,7 +37,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import jaxsim
-from jaxsim._src import dynamics
+from jaxsim._src import actuation, dynamics
 from jaxsim.mjcf import plugin
 from jaxsim.mjcf.mesh import MeshData
 
@@ -469,9 +469,9 @@ def put_data(
   Copied: the state (time, qpos, qvel, act, ctrl, qacc_warmstart, qfrc_applied, xfrc_applied,
   mocap_pos, mocap_quat, eq_active), qacc, and every derived array jaxsim shares with MuJoCo
   (frames, com quantities, tendons, actuators, forces, sensordata, energy), sparse ones made dense
-  (qM from MuJoCo's M, ten_J, actuator_moment; qLD in jaxsim's compact rows) and warning counts. Not
-  copied: MuJoCo's contacts and constraint rows (variable-size there, fixed slots here): the
-  Data has empty slots until the next forward or step fills them.
+  (qM from MuJoCo's M, ten_J) or put in jaxsim's compact rows (qLD, actuator_moment), and warning
+  counts. Not copied: MuJoCo's contacts and constraint rows (variable-size there, fixed slots
+  here): the Data has empty slots until the next forward or step fills them.
 
   Arguments:
     m: the mujoco.MjModel.
@@ -504,7 +504,8 @@ def put_data(
   changes['qM'] = jnp.asarray(qm, dtype)
   changes['qLD'] = dynamics.ld_compact(_built(m), jnp.asarray(_dense_qld(mujoco, m, d), dtype))
   changes['ten_J'] = jnp.asarray(_dense_ten_j(mujoco, m, d), dtype)
-  changes['actuator_moment'] = jnp.asarray(_dense_moment(mujoco, m, d), dtype)
+  dense_moment = jnp.asarray(_dense_moment(mujoco, m, d), dtype)
+  changes['actuator_moment'] = actuation.moment_compact(_built(m), dense_moment)
   nwarn = out.warning.shape[0]
   counts = [d.warning[i].number for i in range(min(nwarn, len(d.warning)))]
   changes['warning'] = jnp.asarray(counts + [0] * (nwarn - len(counts)), jnp.int32)
@@ -549,7 +550,7 @@ def _get_one(mujoco, m, d, result) -> None:
       ten_j, m.ten_J_rownnz, m.ten_J_rowadr, m.ten_J_colind, size
     )
   if m.nu and m.nv:
-    moment = np.asarray(d.actuator_moment, dtype=np.float64)
+    moment = np.asarray(actuation.moment_dense(_built(m), d.actuator_moment), dtype=np.float64)
     rownnz = np.zeros(m.nu, np.int32)
     rowadr = np.zeros(m.nu, np.int32)
     colind = np.zeros(len(result.moment_colind), np.int32)

@@ -21,7 +21,7 @@ from jaxsim._src.enums import (
   JointType,
   TrnType,
 )
-from jaxsim._src.types import Data, Model
+from jaxsim._src.types import Data, Model, moment_cols
 
 FREE, BALL, SLIDE, HINGE = (
   int(t) for t in (JointType.FREE, JointType.BALL, JointType.SLIDE, JointType.HINGE)
@@ -300,10 +300,53 @@ def _site_transmission(m: Model, d: Data, i: np.ndarray, length, moment):
   return length, moment
 
 
+def moment_compact(m: Model, dense: jax.Array) -> jax.Array:
+  """Actuator moment rows (nu, nv) in Data's compact form (nu, nmom) at types.moment_cols."""
+  cols = moment_cols(m)
+  if cols.shape[1] == m.nv:
+    return dense
+  valid = cols < m.nv
+  return jnp.where(valid, dense[np.arange(m.nu)[:, None], np.minimum(cols, m.nv - 1)], 0.0)
+
+
+def moment_dense(m: Model, moment: jax.Array) -> jax.Array:
+  """Data's actuator_moment (..., nu, nmom) as dense rows (..., nu, nv)."""
+  cols = moment_cols(m)
+  if cols.shape[1] == m.nv:
+    return moment
+  out = jnp.zeros(moment.shape[:-1] + (m.nv,), moment.dtype)
+  return out.at[..., np.arange(m.nu)[:, None], cols].set(moment, mode='drop')
+
+
+def actuator_moment_dense(m: Model, d: Data) -> jax.Array:
+  """Data's actuator moments as MuJoCo's dense (..., nu, nv) matrix (mju_sparse2dense of its
+  actuator_moment), for one world or a batch (leading axes); Data keeps them in compact rows
+  (types.moment_cols) where the actuators reach few dofs."""
+  return moment_dense(m, d.actuator_moment)
+
+
+def moment_mul(m: Model, moment: jax.Array, x: jax.Array) -> jax.Array:
+  """moment @ x (nu,) for compact rows (nu, nmom) and x (nv,) (actuator velocities)."""
+  cols = moment_cols(m)
+  if cols.shape[1] == m.nv:
+    return moment @ x
+  xp = jnp.concatenate([x, jnp.zeros(1, x.dtype)])  # padding columns read zero
+  return jnp.sum(moment * xp[cols], axis=-1)
+
+
+def moment_tmul(m: Model, moment: jax.Array, f: jax.Array) -> jax.Array:
+  """f @ moment (nv,) for compact rows (nu, nmom) and f (nu,) (actuator forces in dof space)."""
+  cols = moment_cols(m)
+  if cols.shape[1] == m.nv:
+    return f @ moment
+  return jnp.zeros(m.nv, moment.dtype).at[cols].add(f[:, None] * moment, mode='drop')
+
+
 def transmission(
   m: Model, d: Data, skip_body: bool = False, body_moment: jax.Array | None = None
 ) -> Data:
-  """Actuator lengths (nu,) and dense moment arms (nu, nv) (mj_transmission).
+  """Actuator lengths (nu,) and moment arms (nu, nmom: compact rows, types.moment_cols)
+  (mj_transmission).
 
   Reads qpos, kinematics (site frames, xquat), com frames (subtree_com, cdof) and, for tendon
   transmissions, ten_length and ten_J. Body (adhesion) transmissions take their moment arms
@@ -343,7 +386,7 @@ def transmission(
     length, moment = _site_transmission(m, d, site, length, moment)
   if body.size and body_moment is not None:
     moment = moment.at[body].set(body_moment)
-  return d.replace(actuator_length=length, actuator_moment=moment)
+  return d.replace(actuator_length=length, actuator_moment=moment_compact(m, moment))
 
 
 # ------------------------------------------------------------------------------ activation
@@ -629,7 +672,7 @@ def actuation(m: Model, d: Data) -> Data:
       force = force.at[on].set(force[on] * jnp.where(total == 0, 1.0, ratio))
 
   force = clamp_range(force, m.actuator_forcelimited, m.actuator_forcerange)
-  qfrc = force @ d.actuator_moment
+  qfrc = moment_tmul(m, d.actuator_moment, force)
 
   # gravity compensation routed through actuators: qfrc_gravcomp comes from the passive stage
   agc = np.asarray(m.jnt_actgravcomp).astype(bool) if m.njnt else np.zeros(0, bool)

@@ -154,7 +154,7 @@ def _actuator_vel_deriv(m: Model, d: Data) -> jax.Array:
       rng = m.jnt_actfrcrange[jid]
       clamped = clamped | (limited & ((q <= rng[:, 0]) | (q >= rng[:, 1])))
   b = jnp.where(clamped, 0.0, b)
-  mom = d.actuator_moment
+  mom = actuation.moment_dense(m, d.actuator_moment)
   return mom.T @ (b[:, None] * mom)
 
 

@@ -22,7 +22,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxsim._src import dynamics
+from jaxsim._src import actuation, dynamics
 from jaxsim._src.enums import MINVAL, DisableBit, IntegratorType, WarningType
 from jaxsim._src.forward import step1, step2
 from jaxsim._src.layout import with_layout
@@ -77,7 +77,7 @@ def _lengths(m: Model, d0: Data, index: jax.Array, sign: jax.Array, prm: jax.Arr
 
   def body(d, _):
     d = step1(m, d.replace(qvel=d.qvel * decay))
-    moment = d.actuator_moment[index]
+    moment = actuation.moment_dense(m, d.actuator_moment)[index]
     x = dynamics.solve_m(m, d, moment)
     force = moment * (sign * accel / jnp.maximum(MINVAL, jnp.sqrt(x @ x)))
     nrm = jnp.sqrt(force @ force)

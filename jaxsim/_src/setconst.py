@@ -292,7 +292,7 @@ def set_const(compiled: dict[str, Any]) -> dict[str, Any]:
     body_iw, dof_iw = _invweights(m64, d, minv, simple)
     ten_j = np.asarray(d.ten_J)
     tendon_iw = ((ten_j @ minv) * ten_j).sum(axis=1) if m64.nv else np.zeros(m64.ntendon)
-    moment = np.asarray(d.actuator_moment)
+    moment = np.asarray(actuation.moment_dense(m64, d.actuator_moment))
     acc0 = np.linalg.norm(moment @ minv, axis=1) if m64.nv else np.zeros(m64.nu)
     eq_data = _eq_data(m64, d)
     biasprm = _dampratio(m64, moment, minv)

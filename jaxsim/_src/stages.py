@@ -83,7 +83,7 @@ def fwd_velocity(m: Model, d: Data) -> Data:
   if m.opt.disableflags & DisableBit.ACTUATION:
     actuator_velocity = jnp.zeros_like(d.actuator_velocity)
   else:
-    actuator_velocity = d.actuator_moment @ d.qvel
+    actuator_velocity = actuation.moment_mul(m, d.actuator_moment, d.qvel)
   d = d.replace(ten_velocity=ten_velocity, actuator_velocity=actuator_velocity)
   d = kinematics.com_vel(m, d)
   d = passive.passive(m, d)

@@ -28,7 +28,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxsim._src.enums import NWARNING, DisableBit
+from jaxsim._src.enums import NWARNING, DisableBit, TrnType, WrapType
 
 
 class _Static:
@@ -653,8 +653,9 @@ class Data(_Struct):
 
   Sizes in shapes: nefc, the constraint rows (Model.nefcmax for make_data's Data); ncon, the
   contact slots (Model.nconmax); nwarning, the mjtWarning kinds; nld, the entries of qLD's longest
-  row (qld_width). qLD is in compact rows (`jaxsim.qLD_dense` gives the dense form); the other
-  matrices MuJoCo keeps sparse (qM, ten_J, actuator_moment) are dense here; efc_J is dense or in
+  row (qld_width); nmom, the columns of an actuator's moment row (moment_cols). qLD and
+  actuator_moment are in compact rows (`jaxsim.qLD_dense`, `jaxsim.actuator_moment_dense` give
+  the dense forms); qM and ten_J, which MuJoCo keeps sparse, are dense here; efc_J is dense or in
   compact rows
   (sparse.py; `jaxsim.efc_J_dense` gives the dense form): njcol, its columns, nv dense or
   Model.layout.efc_width compact; njbody, the bodies named per compact row, 0 dense or 2.
@@ -701,7 +702,10 @@ class Data(_Struct):
   wrap_xpos: jax.Array = field('(2 * nwrap, 3) Cartesian 3D points in all paths')
   actuator_length: jax.Array = field('(nu,) actuator lengths')
   actuator_velocity: jax.Array = field('(nu,) actuator velocities')
-  actuator_moment: jax.Array = field('(nu, nv) actuator moments')
+  actuator_moment: jax.Array = field(
+    '(nu, nmom) actuator moments at the columns types.moment_cols (MuJoCo keeps them sparse too);'
+    ' jaxsim.actuator_moment_dense gives the dense (nu, nv)'
+  )
   actuator_force: jax.Array = field('(nu,) actuator force in actuation space')
   # inertia and forces
   qM: jax.Array = field('(nv, nv) total inertia')
@@ -775,6 +779,51 @@ def m_sparsity(m: Model) -> np.ndarray:
 def qld_width(m: Model) -> int:
   """Entries in the longest compact row of qLD (nld): MuJoCo's largest M_rownnz."""
   return int(m_sparsity(m).sum(axis=1).max(initial=0))
+
+
+def moment_cols(m: Model) -> np.ndarray:
+  """(nu, nmom) static: the dofs each actuator's moment arm row can reach, ascending, padded
+  with nv: Data.actuator_moment's columns.
+
+  A joint transmission reaches its joint's dofs; site and slider-crank transmissions the dofs
+  that move their sites' bodies; a tendon the dofs of its joints (fixed) or those that move the
+  bodies of its sites and wrap geoms (spatial). Where a body (adhesion) transmission is present,
+  or some row reaches more than half of the dofs, the rows are dense: nmom = nv, row k's columns
+  0 .. nv - 1.
+  """
+  nu, nv = m.nu, m.nv
+  dense = np.tile(np.arange(nv, dtype=np.int32), (nu, 1))
+  trn, trnid = np.asarray(m.actuator_trntype), np.asarray(m.actuator_trnid)
+  if not nu or not nv or (trn == TrnType.BODY).any():
+    return dense
+  moves = np.asarray(m.tree_body_dof).astype(bool)  # [b, d]: dof d moves body b
+  site_body, geom_body = np.asarray(m.site_bodyid), np.asarray(m.geom_bodyid)
+  jnt_dofs = np.arange(m.njnt)[:, None] == np.asarray(m.dof_jntid)[None, :]  # (njnt, nv)
+  reach = np.zeros((nu, nv), bool)
+  for k in range(nu):
+    t, i0, i1 = trn[k], trnid[k, 0], trnid[k, 1]
+    if t in (TrnType.JOINT, TrnType.JOINTINPARENT):
+      reach[k] = jnt_dofs[i0]
+    elif t in (TrnType.SITE, TrnType.SLIDERCRANK):
+      reach[k] = moves[site_body[i0]] | (moves[site_body[i1]] if i1 >= 0 else False)
+    elif t == TrnType.TENDON:
+      adr, num = int(np.asarray(m.tendon_adr)[i0]), int(np.asarray(m.tendon_num)[i0])
+      for w in range(adr, adr + num):
+        typ, obj = int(np.asarray(m.wrap_type)[w]), int(np.asarray(m.wrap_objid)[w])
+        if typ == WrapType.JOINT:
+          reach[k] |= jnt_dofs[obj]
+        elif typ == WrapType.SITE:
+          reach[k] |= moves[site_body[obj]]
+        elif typ in (WrapType.SPHERE, WrapType.CYLINDER):
+          reach[k] |= moves[geom_body[obj]]
+  width = int(reach.sum(axis=1).max())
+  if 2 * width > nv:
+    return dense
+  cols = np.full((nu, width), nv, np.int32)
+  for k in range(nu):
+    c = np.flatnonzero(reach[k])
+    cols[k, : len(c)] = c
+  return cols
 
 
 def tree_structure(parentid: np.ndarray, dof_bodyid: np.ndarray, dof_parentid: np.ndarray):
@@ -1084,7 +1133,7 @@ def make_data(m: Model, ncon: int | None = None, nefc: int | None = None) -> Dat
     wrap_xpos=z(2 * m.nwrap, 3),
     actuator_length=z(nu),
     actuator_velocity=z(nu),
-    actuator_moment=z(nu, nv),
+    actuator_moment=z(nu, moment_cols(m).shape[1]),
     actuator_force=z(nu),
     qM=z(nv, nv),
     qLD=z(nv, qld_width(m)),
