@@ -134,7 +134,7 @@ LD_MODELS = [
 @pytest.mark.parametrize('path', LD_MODELS, ids=model_id)
 def test_factor_m_is_mujocos_qld(path):
   """factor_tree of MuJoCo's M gives MuJoCo's qLD values in MuJoCo's rows (compact, left-aligned),
-  and solve_tree is mj_solveM, for one and several right-hand sides; the dense factor_ld
+  and solve_sparse is mj_solveM, for one and several right-hand sides; the dense factor_ld
   (Euler's and implicitfast's M + hB, small Newton Hessians) holds the same values densely, zero
   off M's sparsity, and solve_ld is mj_solveM too."""
   mj = mujoco.MjModel.from_xml_path(path)
@@ -157,7 +157,7 @@ def test_factor_m_is_mujocos_qld(path):
   x = rng.normal(size=(nv, 3))
   want = np.zeros((3, nv))
   mujoco.mj_solveM(mj, md, want, np.ascontiguousarray(x.T))
-  tree = jax.jit(functools.partial(dynamics.solve_tree, dynamics.ld_layout(m)))
+  tree = jax.jit(functools.partial(dynamics.solve_sparse, dynamics.ld_layout(m)))
   oracle.assert_close('M^-1 x (rows)', tree(rows, x), want.T, rtol=1e-12)
   oracle.assert_close('M^-1 x[:, 0] (rows)', tree(rows, x[:, 0]), want[0], rtol=1e-12)
   solve = jax.jit(dynamics.solve_ld)

@@ -10,6 +10,9 @@ model, whose efc_J the compact rows must reproduce exactly (they are the same nu
 
 from __future__ import annotations
 
+import os
+import runpy
+
 import jax
 import jax.numpy as jnp
 import mujoco
@@ -17,7 +20,10 @@ import numpy as np
 import pytest
 
 import jaxsim
+from jaxsim._src import dynamics, layout
 from tests import oracle
+
+BENCH = os.path.join(os.path.dirname(os.path.dirname(__file__)), 'models', 'bench')
 
 XML = """
 <mujoco>
@@ -173,3 +179,112 @@ def test_dual_solvers_on_compact_rows(options):
     d = forward(m, jaxsim.make_data(m).replace(qpos=jnp.asarray(qpos), qvel=jnp.asarray(qvel)))
     assert md.ncon > 0
     oracle.assert_close('qacc', d.qacc, md.qacc, atol=1e-7, rtol=1e-7)
+
+
+def _newton_hessian(mj: mujoco.MjModel, md: mujoco.MjData) -> np.ndarray:
+  """MuJoCo's Newton Hessian M + J' D J over its quadratic rows, at md (after mj_forward)."""
+  h = oracle.full_m(mj, md)
+  j = np.zeros((md.nefc, mj.nv))
+  if mujoco.mj_isSparse(mj):
+    mujoco.mju_sparse2dense(j, md.efc_J, md.efc_J_rownnz, md.efc_J_rowadr, md.efc_J_colind)
+  else:
+    j = md.efc_J.reshape(md.nefc, mj.nv)
+  quad = md.efc_state == int(mujoco.mjtConstraintState.mjCNSTRSTATE_QUADRATIC)
+  return h + j[quad].T @ (md.efc_D[quad, None] * j[quad])
+
+
+def test_newton_hessian_in_compact_rows_for_separate_robots():
+  """Two humanoids that cannot touch each other (models/bench/humanoid_copies.py): Newton's
+  Hessian keeps a static pattern with no entry between the copies (layout.hessian_sparsity:
+  each copy's M, every constraint row's dof pairs, the elimination's fill), factored and solved
+  in compact rows (dynamics.factor_sparse, solve_sparse). In states of a rollout where both lie
+  on the floor, limbs touching limbs: MuJoCo's Newton Hessian lies in the pattern and
+  solve_spd on it is a dense solve (a Hessian that missed entries would still converge to
+  MuJoCo's qacc, in more iterations, so qacc alone cannot tell); qacc and qfrc_constraint are
+  MuJoCo's (float64)."""
+  jax.config.update('jax_enable_x64', True)
+  copies_xml = runpy.run_path(os.path.join(BENCH, 'humanoid_copies.py'))['copies_xml']
+  xml = copies_xml(2)
+  m, mj = jaxsim.load_string(xml), mujoco.MjModel.from_xml_string(xml)
+  pattern = layout.hessian_sparsity(m, m.layout)
+  assert pattern is not None and m.nv == 54 and m.opt.solver == mujoco.mjtSolver.mjSOL_NEWTON
+  assert not pattern[27:, :27].any() and pattern.sum(axis=1).max() <= 27
+  ld = dynamics.ld_layout_of(pattern)
+  solve = jax.jit(lambda h, x: dynamics.solve_spd(h, x, ld))
+  tree = dynamics.ld_layout(m)
+  forward, md = jax.jit(jaxsim.forward), mujoco.MjData(mj)
+  rng = np.random.default_rng(0)
+  lo, hi = mj.actuator_ctrlrange.T
+  contacts, coupled = 0, 0
+  for t in range(300):
+    md.ctrl[:] = rng.uniform(lo, hi)
+    mujoco.mj_step(mj, md)
+    if t % 10 != 9:
+      continue
+    mujoco.mj_forward(mj, md)
+    contacts += md.ncon
+    h = _newton_hessian(mj, md)
+    low = np.tril(h) != 0
+    assert not (low & ~pattern).any()
+    if not (low & (tree.pos < 0)).any() and t > 49:
+      continue  # the forward comparisons: the first states and those with limbs in contact
+    coupled += (low & (tree.pos < 0)).any()  # entries off M's sparsity
+    x = rng.normal(size=(m.nv, 2))
+    oracle.assert_close('H^-1 x', solve(h, x), np.linalg.solve(h, x), rtol=1e-9)
+    state = dict(qpos=md.qpos, qvel=md.qvel, ctrl=md.ctrl, qacc_warmstart=md.qacc_warmstart)
+    d = forward(m, jaxsim.make_data(m).replace(**{k: jnp.asarray(v) for k, v in state.items()}))
+    oracle.assert_close('qacc', d.qacc, md.qacc, atol=1e-7, rtol=1e-7)
+    oracle.assert_close('qfrc_constraint', d.qfrc_constraint, md.qfrc_constraint, 1e-7, 1e-7)
+  assert contacts >= 16 and coupled >= 3  # on the floor, and limbs touching limbs
+
+
+FILL = """
+<mujoco>
+  <worldbody>
+    <body name="base">
+      <joint type="hinge" axis="0 0 1"/>
+      <geom type="sphere" size=".1" contype="0" conaffinity="0"/>
+      <body name="b" pos="0 .3 0">
+        <joint type="hinge" axis="0 1 0"/><joint type="hinge" axis="1 0 0"/>
+        <geom name="b" type="capsule" size=".05 .1" contype="0" conaffinity="0"/>
+      </body>
+      <body name="c" pos="-.3 0 0">
+        <joint type="hinge" axis="0 1 0"/><joint type="hinge" axis="1 0 0"/>
+        <geom name="c" type="capsule" size=".05 .1" contype="0" conaffinity="0"/>
+      </body>
+      <body name="a" pos=".3 0 0">
+        <joint type="hinge" axis="0 1 0"/><joint type="hinge" axis="1 0 0"/>
+        <geom name="a" type="capsule" size=".05 .1" contype="0" conaffinity="0"/>
+      </body>
+    </body>
+  </worldbody>
+  <contact><pair geom1="a" geom2="b"/><pair geom1="a" geom2="c"/></contact>
+</mujoco>
+"""
+
+
+def test_hessian_pattern_holds_the_fill_of_its_factor():
+  """Limb a touches limbs b and c, which never touch each other: no row couples b's and c's
+  dofs, but eliminating a's (numbered after theirs: eliminated first) couples them (fill).
+  layout.hessian_pattern holds it, so a matrix of M + J' D J's form (sums of outer products on
+  the dof sets of M's chains and of the rows) is factored and solved in compact rows as
+  densely (float64)."""
+  jax.config.update('jax_enable_x64', True)
+  m = jaxsim.load_string(FILL)
+  pattern = layout.hessian_pattern(m, m.layout)
+  moves = np.asarray(m.tree_body_dof).astype(bool)
+  body = {n: i for i, n in enumerate(m.names['body'])}
+  rng = np.random.default_rng(0)
+  sets = [moves[body[n]] for n in 'abc'] + [moves[body['a']] | moves[body[n]] for n in 'bc']
+  h = np.eye(m.nv)
+  for s in sets * 2:
+    v = np.where(s, rng.normal(size=m.nv), 0.0)
+    h += np.outer(v, v)
+  # h = L' D L, L unit lower, eliminated from the last row: a Cholesky of h reversed
+  low = np.linalg.cholesky(h[::-1, ::-1])[::-1, ::-1].T
+  fill = (np.abs(low) > 1e-12) & ~(np.tril(h) != 0)
+  assert fill.any() and not (fill & ~pattern).any()  # fill exists, and the pattern holds it
+  ld = dynamics.ld_layout_of(pattern)
+  x = rng.normal(size=(m.nv, 3))
+  got = jax.jit(lambda h, x: dynamics.solve_spd(h, x, ld))(h, x)
+  oracle.assert_close('H^-1 x', got, np.linalg.solve(h, x), rtol=1e-12)

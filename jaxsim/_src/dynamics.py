@@ -13,7 +13,7 @@ import numpy as np
 
 from jaxsim._src import math
 from jaxsim._src.enums import MINVAL, DisableBit, TrnType, WarningType
-from jaxsim._src.types import Data, Model, m_sparsity, qld_width
+from jaxsim._src.types import Data, Model, m_sparsity
 
 
 def _gear2_sum(m: Model, values: jax.Array, trntypes: tuple[int, ...], size: int) -> jax.Array:
@@ -179,39 +179,50 @@ def solve_ld(qld: jax.Array, x: jax.Array) -> jax.Array:
 
 
 class LDLayout(NamedTuple):
-  """Static layout of qLD's compact rows (ld_layout)."""
+  """Static layout of an L'DL factor in compact rows (ld_layout_of)."""
 
-  cols: np.ndarray  # (nv, nld) the column of each entry (i itself in the padding)
-  pos: np.ndarray  # (nv, nv) [i, j] the entry of column j in row i; -1: not i or an ancestor
-  diag: np.ndarray  # (nv,) the entry of D[i] in row i
+  cols: np.ndarray  # (n, w) the column of each entry (i itself in the padding)
+  pos: np.ndarray  # (n, n) [i, j] the entry of column j in row i; -1: not in row i's pattern
+  diag: np.ndarray  # (n,) the entry of D[i] in row i
+
+
+def ld_layout_of(pattern: np.ndarray) -> LDLayout:
+  """The compact rows of an L'DL factor with a given (filled) sparsity: row i holds its entries
+  at the columns of pattern[i] in ascending order, D[i] last (MuJoCo's compressed rows,
+  left-aligned), padded to the longest row.
+
+  Arguments:
+    pattern: (n, n) bool, lower triangular with the diagonal, closed under factor_sparse's
+      elimination (no fill outside it: an ancestor pattern, or hessian_pattern's).
+  """
+  n = pattern.shape[0]
+  width = int(pattern.sum(axis=1).max(initial=0))
+  pos = np.where(pattern, np.cumsum(pattern, axis=1) - 1, -1).astype(np.int32)
+  cols = np.tile(np.arange(n, dtype=np.int32)[:, None], (1, width))
+  i, j = np.nonzero(pattern)
+  cols[i, pos[i, j]] = j
+  return LDLayout(cols, pos, (pattern.sum(axis=1) - 1).astype(np.int32))
 
 
 def ld_layout(m: Model) -> LDLayout:
   """Static layout of qLD's compact rows (Data.qLD, (nv, nld)): MuJoCo's rows of qLD
   (M_rowadr, M_colind), left-aligned: row i holds L[i, j] for the ancestor dofs j of i
   (dof_parentid chain; none for a simple body's dofs: types.m_sparsity), root first, then D[i].
-  A tree's L'DL has no fill-in, so these are all of L's entries.
+  A tree's L'DL has no fill-in, so these are all of L's entries."""
+  return ld_layout_of(m_sparsity(m))
 
-  Returns:
-    cols (nv, nld): the column of each entry (i itself in the padding after the diagonal);
-    pos (nv, nv): [i, j] the entry of column j in row i, -1 where j is neither i nor an ancestor;
-    diag (nv,): the entry of D[i] in row i (its chain length less one).
-  """
-  anc = m_sparsity(m)  # [i, j]: j ancestor-or-self of i, on M's sparsity
-  nv, width = anc.shape[0], qld_width(m)
-  pos = np.where(anc, np.cumsum(anc, axis=1) - 1, -1).astype(np.int32)
-  cols = np.tile(np.arange(nv, dtype=np.int32)[:, None], (1, width))
-  i, j = np.nonzero(anc)
-  cols[i, pos[i, j]] = j
-  return LDLayout(cols, pos, (anc.sum(axis=1) - 1).astype(np.int32))
+
+def compact(ld: LDLayout, dense: jax.Array) -> jax.Array:
+  """The compact rows (n, w) of a dense (n, n) matrix's lower triangle on ld's pattern."""
+  cols, _, diag = ld
+  keep = np.arange(cols.shape[1])[None, :] <= diag[:, None]
+  return jnp.where(keep, jnp.asarray(dense)[np.arange(len(diag))[:, None], cols], 0.0)
 
 
 def ld_compact(m: Model, dense: jax.Array) -> jax.Array:
   """qLD's compact rows (nv, nld) of a dense (nv, nv) factor (D on the diagonal, L below), or
   the entries of a symmetric matrix's lower triangle on M's sparsity."""
-  cols, pos, diag = ld_layout(m)
-  keep = np.arange(cols.shape[1])[None, :] <= diag[:, None]
-  return jnp.where(keep, jnp.asarray(dense)[np.arange(m.nv)[:, None], cols], 0.0)
+  return compact(ld_layout(m), dense)
 
 
 def ld_dense(m: Model, qld: jax.Array) -> jax.Array:
@@ -234,58 +245,74 @@ def qLD_dense(m: Model, d: Data) -> jax.Array:
   return ld_dense(m, d.qLD)
 
 
-def factor_tree(m: Model, qm: jax.Array) -> tuple[jax.Array, jax.Array]:
-  """MuJoCo's L'DL factorization of an inertia-like matrix on M's sparsity (mj_factorI), in
-  qLD's compact rows (ld_layout).
+def factor_sparse(ld: LDLayout, a: jax.Array) -> tuple[jax.Array, jax.Array]:
+  """L'DL factorization in compact rows (mj_factorI on a sparsity pattern).
 
-  factor_ld's elimination (from the last dof to the first, MuJoCo's operations in MuJoCo's
-  order, the pivot clamp at MINVAL), on rows of the dof's ancestor chain only: a trip updates
-  the rows of row k's ancestors, (nv, nld) rather than (nv, nv) (a tree has no fill-in, so no
-  entry outside M's sparsity is ever nonzero). Entries of qm off M's sparsity are not read
-  (MuJoCo's sparse M has no room for them).
+  factor_ld's elimination (from the last row to the first, MuJoCo's operations in MuJoCo's
+  order, the pivot clamp at MINVAL), on the pattern's entries only: a trip updates the rows
+  in row k's pattern, (n, w) rather than (n, n). The pattern must hold the fill of this
+  elimination (a tree's ancestor pattern has none).
 
   Arguments:
-    qm: (nv, nv) symmetric matrix; only its lower triangle on M's sparsity is read.
+    ld: the pattern's layout (ld_layout_of).
+    a: (n, w) compact rows of the matrix's lower triangle (compact).
   Returns:
-    qld (nv, nld) compact rows; clamped: () bool, some pivot was below MINVAL (mjWARN_INERTIA).
+    the factor (n, w) in the same rows; clamped: () bool, some pivot was below MINVAL.
   """
-  n = m.nv
-  _, pos, diag = ld_layout(m)
-  a = ld_compact(m, qm)
-  q = np.arange(a.shape[1])
-  pos_j, diag_j = jnp.asarray(pos), jnp.asarray(diag)
+  cols, pos, diag = ld
+  n = len(diag)
+  q = np.arange(cols.shape[1])
+  entry = q[None, :] <= diag[:, None]  # (n, w) real entries (the rest is padding)
+  cols_j, pos_j, diag_j = jnp.asarray(cols), jnp.asarray(pos), jnp.asarray(diag)
 
   def row(t, carry):
-    a, clamped = carry  # rows > k: factor rows; rows <= k: M with the updates of rows > k
+    a, clamped = carry  # rows > k: factor rows; rows <= k: the matrix with rows > k's updates
     k = n - 1 - t
     ak, pk, dk = a[k], pos_j[k], diag_j[k]
     piv = ak[dk]
     small = piv < MINVAL
     piv = jnp.where(small, MINVAL, piv)
     inv = 1 / piv
-    above = (pk >= 0) & (pk < dk)  # the ancestors i of k
-    # row i (entry p of row k): A[i, :p+1] += A[k, :p+1] * -(A[k, p] / D_k) (MuJoCo: qLDiagInv)
+    # row k spread over its columns, and which columns those are (n + 1: padding's slot)
+    at = jnp.where(q <= dk, cols_j[k], n)
+    akd = jnp.zeros(n + 1, a.dtype).at[at].set(ak)
+    ink = jnp.zeros(n + 1, bool).at[at].set(True)
+    above = (pk >= 0) & (pk < dk)  # the rows i < k in row k's pattern
+    # A[i, c] += A[k, c] * -(A[k, i] / D_k) for c in row k's pattern (MuJoCo: qLDiagInv)
     lrow = ak[jnp.maximum(pk, 0)] * inv
-    upd = above[:, None] & (q[None, :] <= pk[:, None])
-    a = jnp.where(upd, a + ak[None, :] * (-lrow)[:, None], a)
+    upd = above[:, None] & entry & ink[cols]
+    a = jnp.where(upd, a + akd[cols] * (-lrow)[:, None], a)
     a = a.at[k].set(jnp.where(q < dk, ak * inv, jnp.where(q == dk, piv, 0.0)))
     return a, clamped | small
 
   return jax.lax.fori_loop(0, n, row, (a, jnp.zeros((), bool)))
 
 
-def solve_tree(ld: LDLayout, qld: jax.Array, x: jax.Array) -> jax.Array:
-  """(L' D L)^-1 x from qLD's compact rows (factor_tree; mj_solveLD).
+def factor_tree(m: Model, qm: jax.Array) -> tuple[jax.Array, jax.Array]:
+  """MuJoCo's L'DL factorization of an inertia-like matrix on M's sparsity (mj_factorI), in
+  qLD's compact rows (ld_layout): factor_sparse on the dofs' ancestor chains (a tree has no
+  fill-in). Entries of qm off M's sparsity are not read (MuJoCo's sparse M has no room for them).
+
+  Arguments:
+    qm: (nv, nv) symmetric matrix; only its lower triangle on M's sparsity is read.
+  Returns:
+    qld (nv, nld) compact rows; clamped: () bool, some pivot was below MINVAL (mjWARN_INERTIA).
+  """
+  return factor_sparse(ld_layout(m), ld_compact(m, qm))
+
+
+def solve_sparse(ld: LDLayout, qld: jax.Array, x: jax.Array) -> jax.Array:
+  """(L' D L)^-1 x from an L'DL factor in compact rows (factor_sparse, factor_tree; mj_solveLD).
 
   solve_ld's passes and arithmetic (x <- L'^-1 x last row to first, x <- D^-1 x, x <- L^-1 x
   first row to last), each row of L expanded to (nv,) from its compact entries in the trip.
 
   Arguments:
-    ld: ld_layout(m).
-    qld: (nv, nld) compact rows.
-    x: (nv,) or (nv, k) right-hand sides.
+    ld: the factor's layout (ld_layout_of; qLD's: ld_layout(m)).
+    qld: (n, w) compact rows.
+    x: (n,) or (n, k) right-hand sides.
   Returns:
-    (nv,) or (nv, k), the shape of x.
+    (n,) or (n, k), the shape of x.
   """
   n = x.shape[0]
   if not n:
@@ -437,9 +464,10 @@ def factor_spd(h: jax.Array) -> jax.Array:
   return jnp.tril(a[:n, :n])
 
 
-def solve_spd(h: jax.Array, x: jax.Array) -> jax.Array:
+def solve_spd(h: jax.Array, x: jax.Array, ld: LDLayout | None = None) -> jax.Array:
   """h^-1 x for a symmetric positive definite h (Newton's Hessian): on the CPU by factor_spd and
-  solve_ld, elsewhere by the backend's Cholesky.
+  solve_ld (with ld, h's sparsity: by factor_sparse and solve_sparse on it), elsewhere by the
+  backend's Cholesky.
 
   On the CPU no LAPACK call is left in a default step: jaxlib 0.10.2's batched LAPACK kernels
   block on XLA's thread pool and deadlock when as many run at once as the pool has threads (a
@@ -450,11 +478,15 @@ def solve_spd(h: jax.Array, x: jax.Array) -> jax.Array:
   Arguments:
     h: (n, n) symmetric positive definite (only the lower triangle is read).
     x: (n,) or (n, k).
+    ld: None, or the compact rows of a pattern holding h's lower triangle and its factor's fill
+      (layout.hessian_sparsity): the factorization costs n trips over (n, w) instead of n^3.
   Returns:
     h^-1 x, the shape of x.
   """
 
   def cpu(h, x):
+    if ld is not None:
+      return solve_sparse(ld, factor_sparse(ld, compact(ld, h))[0], x)
     return solve_ld(factor_spd(h), x)
 
   def other(h, x):
@@ -494,7 +526,7 @@ def factor_m(m: Model, d: Data) -> Data:
 
 def solve_m(m: Model, d: Data, x: jax.Array) -> jax.Array:
   """M^-1 x for x (nv,) or (nv, n), using the factor in qLD (mj_solveM)."""
-  return solve_tree(ld_layout(m), d.qLD, x)
+  return solve_sparse(ld_layout(m), d.qLD, x)
 
 
 def rne(m: Model, d: Data, flg_acc: bool = False) -> jax.Array:

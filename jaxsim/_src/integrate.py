@@ -86,7 +86,7 @@ def euler(m: Model, d: Data) -> Data:
     # singular M + hB finite; mjWARN_INERTIA is counted only where the factor is used, as MuJoCo
     # factors only then
     qld, warning = dynamics.factor_warn(qh, d.warning, damped, m)
-    qacc = jnp.where(damped, dynamics.solve_tree(dynamics.ld_layout(m), qld, qfrc), d.qacc)
+    qacc = jnp.where(damped, dynamics.solve_sparse(dynamics.ld_layout(m), qld, qfrc), d.qacc)
     d = d.replace(warning=warning)
   return advance(m, d, d.act_dot, qacc)
 

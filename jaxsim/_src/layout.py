@@ -49,8 +49,9 @@ from jaxsim._src.enums import (
   GeomType,
   JacobianType,
   JointType,
+  ObjType,
 )
-from jaxsim._src.types import Model
+from jaxsim._src.types import Model, m_sparsity, tendon_reach
 
 MIN_BUDGET = 8  # slots of a capped condim class the default budget never goes below
 # the default budget: each geom touches at most this many others at once, each with the largest
@@ -639,6 +640,72 @@ def _freeze(x: Any) -> Any:
     for v in x:
       _freeze(v)
   return x
+
+
+# ------------------------------------------------------------------------------ Newton Hessian
+
+
+def hessian_pattern(m: Model, lay: Layout) -> np.ndarray:
+  """(nv, nv) bool: the lower triangle that Newton's Hessian M + J' D J and its L'DL factor can
+  fill, whatever rows are quadratic: M's sparsity, each constraint row's dofs (every pair of
+  the dofs it reaches), then the fill of the elimination from the last row to the first
+  (dynamics.factor_sparse's order; a tree's M has none).
+
+  A row reaches: a contact, the dofs moving the bodies of its geoms (every candidate pair of
+  every slot, capped slots included); a connect or weld, its two bodies' (or sites' bodies');
+  a joint equality, limit or friction loss, its joints' dofs; a tendon row, tendon_reach.
+  """
+  nv = m.nv
+  pattern = m_sparsity(m).copy()
+  if not nv or not lay.nefc:
+    return pattern
+  moves = np.asarray(m.tree_body_dof).astype(bool)  # [b, d]: dof d moves body b
+  jnt_dofs = np.arange(m.njnt)[:, None] == np.asarray(m.dof_jntid)[None, :]
+  tendon = tendon_reach(m) if m.ntendon else np.zeros((0, nv), bool)
+  reach = set()
+
+  def add(mask):
+    reach.add(np.packbits(mask).tobytes())
+
+  geom_body, site_body = np.asarray(m.geom_bodyid), np.asarray(m.site_bodyid)
+  eq_type, objtype = np.asarray(m.eq_type), np.asarray(m.eq_objtype)
+  obj1, obj2 = np.asarray(m.eq_obj1id), np.asarray(m.eq_obj2id)
+  for t, i in zip(lay.type, lay.id, strict=True):
+    if t == ConstraintType.EQUALITY:
+      a, b = obj1[i], obj2[i]
+      if eq_type[i] in (EqType.CONNECT, EqType.WELD):
+        body = site_body if objtype[i] == ObjType.SITE else np.arange(m.nbody)
+        add(moves[body[a]] | moves[body[b]])
+      elif eq_type[i] == EqType.JOINT:
+        add(jnt_dofs[a] | (jnt_dofs[b] if b >= 0 else False))
+      else:
+        add(tendon[a] | (tendon[b] if b >= 0 else False))
+    elif t in (ConstraintType.FRICTION_TENDON, ConstraintType.LIMIT_TENDON):
+      add(tendon[i])
+    elif t == ConstraintType.LIMIT_JOINT:
+      add(jnt_dofs[i])
+  pairs = np.unique(np.stack([geom_body[lay.slot_geom1], geom_body[lay.slot_geom2]], 1), axis=0)
+  for b1, b2 in pairs:
+    add(moves[b1] | moves[b2])
+  for key in reach:
+    dofs = np.flatnonzero(np.unpackbits(np.frombuffer(key, np.uint8))[:nv])
+    pattern[np.ix_(dofs, dofs)] = True
+  pattern &= np.tri(nv, dtype=bool)
+  for k in range(nv - 1, -1, -1):  # the elimination's fill: row k updates the rows it reaches
+    for i in np.flatnonzero(pattern[k, :k]):
+      pattern[i, : i + 1] |= pattern[k, : i + 1]
+  return pattern
+
+
+def hessian_sparsity(m: Model, lay: Any) -> np.ndarray | None:
+  """hessian_pattern where its rows are at most half as long as dense ones (several robots in
+  one scene: eight humanoids fill 13% of the lower triangle, one robot's self-collisions fill
+  all of it), for a model's full Layout; None: Newton keeps the dense Hessian (also for a
+  solver-only row layout, whose collider slots are not known)."""
+  if not isinstance(lay, Layout) or not m.nv:
+    return None
+  pattern = hessian_pattern(m, lay)
+  return pattern if 2 * int(pattern.sum(axis=1).max()) <= m.nv else None
 
 
 # ------------------------------------------------------------------------------ compact Jacobian

@@ -307,7 +307,7 @@ def _rows_minv(ld: dynamics.LDLayout, qLD: jax.Array, J: jax.Array, active: jax.
 
 
 def _rows_minv_every(ld, qLD: jax.Array, J: jax.Array, active: jax.Array) -> jax.Array:
-  return jnp.where(active[:, None], dynamics.solve_tree(ld, qLD, J.T).T, 0.0)
+  return jnp.where(active[:, None], dynamics.solve_sparse(ld, qLD, J.T).T, 0.0)
 
 
 def _rows_minv_active(ld, qLD: jax.Array, J: jax.Array, active: jax.Array) -> jax.Array:
@@ -315,7 +315,7 @@ def _rows_minv_active(ld, qLD: jax.Array, J: jax.Array, active: jax.Array) -> ja
 
   The sweeps read W only through active rows and their forces (an inactive row's force is zero),
   so the rest need not be solved for: the active rows are solved CHUNK at a time in a while_loop
-  that stops after the last (dog: 13 of 890 rows in contact, and solve_tree's passes cost in
+  that stops after the last (dog: 13 of 890 rows in contact, and solve_sparse's passes cost in
   proportion to the columns). Derivatives are those of every row's solve, masked the same way
   (a while_loop has no reverse mode).
   """
@@ -329,7 +329,7 @@ def _rows_minv_active(ld, qLD: jax.Array, J: jax.Array, active: jax.Array) -> ja
   def body(c):
     i, W = c
     idx = math.ranked(count, i * chunk, chunk)  # nefc past the last active row
-    W = W.at[idx].set(dynamics.solve_tree(ld, qLD, Jp[idx].T).T, mode='drop')
+    W = W.at[idx].set(dynamics.solve_sparse(ld, qLD, Jp[idx].T).T, mode='drop')
     return i + 1, W
 
   init = (jnp.zeros((), jnp.int32), jnp.zeros_like(J))

@@ -284,7 +284,7 @@ def solve(
   nisl = max(blk.ntree, 1)
   if nblk == 0 or iterations <= 0:
     return force, jnp.zeros((), jnp.int32)
-  W = dynamics.solve_tree(ld, qLD, J.T).T  # rows of J M^-1, (nefc, nv)
+  W = dynamics.solve_sparse(ld, qLD, J.T).T  # rows of J M^-1, (nefc, nv)
   ardiag = jnp.sum(J * W, axis=1) + R
   arinv = 1.0 / jnp.where(active, ardiag, 1.0)
   pad_r = jnp.zeros((1, nv), dtype)

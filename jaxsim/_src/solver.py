@@ -31,7 +31,7 @@ from jaxsim._src.enums import (
   DisableBit,
   SolverType,
 )
-from jaxsim._src.layout import RowClasses, hessian_rows, layout_of, row_classes
+from jaxsim._src.layout import RowClasses, hessian_rows, hessian_sparsity, layout_of, row_classes
 from jaxsim._src.math import ranked, safe_norm
 from jaxsim._src.types import Data, Model
 
@@ -676,6 +676,7 @@ class _Config(NamedTuple):
   warmstart: bool
   hessian_rows: int  # Newton's compact Hessian buffer (layout.hessian_rows)
   ld: dynamics.LDLayout  # qLD's compact rows (M^-1 solves)
+  hessian_ld: dynamics.LDLayout | None  # Newton's Hessian in compact rows; None: dense
 
 
 class _Path(NamedTuple):
@@ -726,7 +727,7 @@ def _primal(cfg: _Config, r: RowClasses, p: _Problem, x: _Path):
   scale = 1.0 / jnp.where(empty, 1.0, x.inertia)
 
   def solve_m(v):
-    return dynamics.solve_tree(cfg.ld, x.qLD, v)
+    return dynamics.solve_sparse(cfg.ld, x.qLD, v)
 
   def gauss(qacc, ma):
     return 0.5 * (ma - p.qfrc_smooth) @ (qacc - p.qacc_smooth)
@@ -754,7 +755,7 @@ def _primal(cfg: _Config, r: RowClasses, p: _Problem, x: _Path):
     if cfg.newton:
       h, jtf, ajf = _newton_terms(p, r, upd, cfg.hessian_rows, True, bool(rounding))
       grad = ma - p.qfrc_smooth - jtf
-      mgrad = dynamics.solve_spd(h, grad)
+      mgrad = dynamics.solve_spd(h, grad, cfg.hessian_ld)
     else:
       grad = ma - p.qfrc_smooth - _jt(p.J, upd.force, cfg.hessian_rows)
       mgrad = solve_m(grad)
@@ -860,7 +861,7 @@ def _primal_jvp(cfg: _Config, r: RowClasses, primals, tangents, run=None):
   _, dforce_p = jax.jvp(lambda p_: _force(r, p_, qacc), (p,), (dp,))
   dJ = sparse.Jacobian(dp.J.val, p.J.body, p.J.chain, p.J.ncol)  # only the values have tangents
   dg = dp.M @ qacc - dp.qfrc_smooth - dJ.tmul(force) - p.J.tmul(dforce_p)
-  dqacc = -dynamics.solve_spd(h, dg)
+  dqacc = -dynamics.solve_spd(h, dg, cfg.hessian_ld)
   _, dforce_q = jax.jvp(lambda q: _force(r, p, q), (qacc,), (dqacc,))
   float0 = jax.dtypes.float0
   zero_state, zero_count = np.zeros(state.shape, float0), np.zeros(niter.shape, float0)
@@ -916,7 +917,7 @@ def _pgs(cfg: _Config, r: RowClasses, blk: pgs.Blocks, p: _Problem, x: _PGSPath)
     # the primal forces at qacc_warmstart, or zero where their dual cost is not negative
     f = update_constraint(p, r, jw, False).force
     b = jnp.where(p.active, p.J @ p.qacc_smooth - p.aref, 0.0)
-    arf = p.J @ dynamics.solve_tree(cfg.ld, x.qLD, p.J.tmul(f)) + p.R * f
+    arf = p.J @ dynamics.solve_sparse(cfg.ld, x.qLD, p.J.tmul(f)) + p.R * f
     f = jnp.where(f @ b + 0.5 * f @ arf > 0, 0.0, f)
   else:
     f = jnp.zeros_like(p.aref)
@@ -937,7 +938,7 @@ def _pgs(cfg: _Config, r: RowClasses, blk: pgs.Blocks, p: _Problem, x: _PGSPath)
     cfg.iterations,
     x.tolerance,
   )
-  qacc = p.qacc_smooth + dynamics.solve_tree(cfg.ld, x.qLD, p.J.tmul(force))
+  qacc = p.qacc_smooth + dynamics.solve_sparse(cfg.ld, x.qLD, p.J.tmul(force))
   state = noslip.dual_state(
     force, int(r.eq.sum()), int(r.fri.sum()), p.floss, p.active, r.rows, p.mu, p.fric, p.one
   )
@@ -1015,6 +1016,7 @@ def solve(m: Model, d: Data, layout: Any = None) -> Data:
   solver = int(m.opt.solver)
   if solver not in (SolverType.PGS, SolverType.CG, SolverType.NEWTON):
     raise ValueError(f'solver {solver} is not supported: use Newton, CG or PGS')
+  hess = hessian_sparsity(m, layout) if solver == SolverType.NEWTON else None
   cfg = _Config(
     newton=solver == SolverType.NEWTON,
     ellipse=int(m.opt.cone) == ConeType.ELLIPTIC and len(r.con) > 0,
@@ -1023,6 +1025,7 @@ def solve(m: Model, d: Data, layout: Any = None) -> Data:
     warmstart=not m.opt.disableflags & DisableBit.WARMSTART,
     hessian_rows=hessian_rows(m, nefc),
     ld=dynamics.ld_layout(m),
+    hessian_ld=None if hess is None else dynamics.ld_layout_of(hess),
   )
   p = problem(m, d, r, jac)
   islands = not m.opt.disableflags & DisableBit.ISLAND
@@ -1068,7 +1071,7 @@ def solve(m: Model, d: Data, layout: Any = None) -> Data:
       row,
     )
     # the dual solvers' finish (mj_dualFinish): qacc from the forces, states from the forces
-    qacc = p.qacc_smooth + dynamics.solve_tree(cfg.ld, d.qLD, p.J.tmul(force))
+    qacc = p.qacc_smooth + dynamics.solve_sparse(cfg.ld, d.qLD, p.J.tmul(force))
     state = noslip.dual_state(
       force, int(layout.ne), int(layout.nf), p.floss, p.active, r.rows, p.mu, p.fric, p.one
     )

@@ -781,15 +781,34 @@ def qld_width(m: Model) -> int:
   return int(m_sparsity(m).sum(axis=1).max(initial=0))
 
 
+def tendon_reach(m: Model) -> np.ndarray:
+  """(ntendon, nv) bool static: the dofs a tendon's Jacobian row can reach: its joints' dofs
+  (fixed), or the dofs that move the bodies of its sites and wrap geoms (spatial)."""
+  moves = np.asarray(m.tree_body_dof).astype(bool)  # [b, d]: dof d moves body b
+  jnt_dofs = np.arange(m.njnt)[:, None] == np.asarray(m.dof_jntid)[None, :]  # (njnt, nv)
+  site_body, geom_body = np.asarray(m.site_bodyid), np.asarray(m.geom_bodyid)
+  wtype, wobj = np.asarray(m.wrap_type), np.asarray(m.wrap_objid)
+  adr, num = np.asarray(m.tendon_adr), np.asarray(m.tendon_num)
+  reach = np.zeros((m.ntendon, m.nv), bool)
+  for t in range(m.ntendon):
+    for w in range(adr[t], adr[t] + num[t]):
+      if wtype[w] == WrapType.JOINT:
+        reach[t] |= jnt_dofs[wobj[w]]
+      elif wtype[w] == WrapType.SITE:
+        reach[t] |= moves[site_body[wobj[w]]]
+      elif wtype[w] in (WrapType.SPHERE, WrapType.CYLINDER):
+        reach[t] |= moves[geom_body[wobj[w]]]
+  return reach
+
+
 def moment_cols(m: Model) -> np.ndarray:
   """(nu, nmom) static: the dofs each actuator's moment arm row can reach, ascending, padded
   with nv: Data.actuator_moment's columns.
 
   A joint transmission reaches its joint's dofs; site and slider-crank transmissions the dofs
-  that move their sites' bodies; a tendon the dofs of its joints (fixed) or those that move the
-  bodies of its sites and wrap geoms (spatial). Where a body (adhesion) transmission is present,
-  or some row reaches more than half of the dofs, the rows are dense: nmom = nv, row k's columns
-  0 .. nv - 1.
+  that move their sites' bodies; a tendon those of tendon_reach. Where a body (adhesion)
+  transmission is present, or some row reaches more than half of the dofs, the rows are dense:
+  nmom = nv, row k's columns 0 .. nv - 1.
   """
   nu, nv = m.nu, m.nv
   dense = np.tile(np.arange(nv, dtype=np.int32), (nu, 1))
@@ -797,8 +816,9 @@ def moment_cols(m: Model) -> np.ndarray:
   if not nu or not nv or (trn == TrnType.BODY).any():
     return dense
   moves = np.asarray(m.tree_body_dof).astype(bool)  # [b, d]: dof d moves body b
-  site_body, geom_body = np.asarray(m.site_bodyid), np.asarray(m.geom_bodyid)
+  site_body = np.asarray(m.site_bodyid)
   jnt_dofs = np.arange(m.njnt)[:, None] == np.asarray(m.dof_jntid)[None, :]  # (njnt, nv)
+  ten = tendon_reach(m) if m.ntendon else None
   reach = np.zeros((nu, nv), bool)
   for k in range(nu):
     t, i0, i1 = trn[k], trnid[k, 0], trnid[k, 1]
@@ -807,15 +827,7 @@ def moment_cols(m: Model) -> np.ndarray:
     elif t in (TrnType.SITE, TrnType.SLIDERCRANK):
       reach[k] = moves[site_body[i0]] | (moves[site_body[i1]] if i1 >= 0 else False)
     elif t == TrnType.TENDON:
-      adr, num = int(np.asarray(m.tendon_adr)[i0]), int(np.asarray(m.tendon_num)[i0])
-      for w in range(adr, adr + num):
-        typ, obj = int(np.asarray(m.wrap_type)[w]), int(np.asarray(m.wrap_objid)[w])
-        if typ == WrapType.JOINT:
-          reach[k] |= jnt_dofs[obj]
-        elif typ == WrapType.SITE:
-          reach[k] |= moves[site_body[obj]]
-        elif typ in (WrapType.SPHERE, WrapType.CYLINDER):
-          reach[k] |= moves[geom_body[obj]]
+      reach[k] = ten[i0]
   width = int(reach.sum(axis=1).max())
   if 2 * width > nv:
     return dense
