@@ -171,6 +171,8 @@ def _sizes(m: jaxsim.Model) -> dict[str, int]:
     nwarning=NWARNING,
     njcol=m.layout.efc_width or m.nv,  # efc_J's columns: compact rows or dense
     njbody=2 if m.layout.efc_width else 0,
+    nld=types.qld_width(m),  # qLD's compact rows: the longest ancestor chain on M's sparsity
+    nmom=types.moment_cols(m).shape[1],  # actuator_moment's compact rows
   )
   return out
 
