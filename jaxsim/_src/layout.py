@@ -645,7 +645,7 @@ def _freeze(x: Any) -> Any:
 # ------------------------------------------------------------------------------ Newton Hessian
 
 
-def hessian_pattern(m: Model, lay: Layout) -> np.ndarray:
+def hessian_pattern(m: Model, lay: Layout, limit: int | None = None) -> np.ndarray | None:
   """(nv, nv) bool: the lower triangle that Newton's Hessian M + J' D J and its L'DL factor can
   fill, whatever rows are quadratic: M's sparsity, each constraint row's dofs (every pair of
   the dofs it reaches), then the fill of the elimination from the last row to the first
@@ -654,6 +654,7 @@ def hessian_pattern(m: Model, lay: Layout) -> np.ndarray:
   A row reaches: a contact, the dofs moving the bodies of its geoms (every candidate pair of
   every slot, capped slots included); a connect or weld, its two bodies' (or sites' bodies');
   a joint equality, limit or friction loss, its joints' dofs; a tendon row, tendon_reach.
+  With `limit`: None as soon as a row holds more entries (the elimination's fill only adds).
   """
   nv = m.nv
   pattern = m_sparsity(m).copy()
@@ -692,6 +693,8 @@ def hessian_pattern(m: Model, lay: Layout) -> np.ndarray:
     pattern[np.ix_(dofs, dofs)] = True
   pattern &= np.tri(nv, dtype=bool)
   for k in range(nv - 1, -1, -1):  # the elimination's fill: row k updates the rows it reaches
+    if limit is not None and pattern[k].sum() > limit:
+      return None
     for i in np.flatnonzero(pattern[k, :k]):
       pattern[i, : i + 1] |= pattern[k, : i + 1]
   return pattern
@@ -704,8 +707,7 @@ def hessian_sparsity(m: Model, lay: Any) -> np.ndarray | None:
   solver-only row layout, whose collider slots are not known)."""
   if not isinstance(lay, Layout) or not m.nv:
     return None
-  pattern = hessian_pattern(m, lay)
-  return pattern if 2 * int(pattern.sum(axis=1).max()) <= m.nv else None
+  return hessian_pattern(m, lay, limit=m.nv // 2)
 
 
 # ------------------------------------------------------------------------------ compact Jacobian
