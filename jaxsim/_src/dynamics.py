@@ -263,7 +263,7 @@ def factor_sparse(ld: LDLayout, a: jax.Array) -> tuple[jax.Array, jax.Array]:
   n = len(diag)
   q = np.arange(cols.shape[1])
   entry = q[None, :] <= diag[:, None]  # (n, w) real entries (the rest is padding)
-  cols_j, pos_j, diag_j = jnp.asarray(cols), jnp.asarray(pos), jnp.asarray(diag)
+  pos_j, diag_j = jnp.asarray(pos), jnp.asarray(diag)
 
   def row(t, carry):
     a, clamped = carry  # rows > k: factor rows; rows <= k: the matrix with rows > k's updates
@@ -273,13 +273,12 @@ def factor_sparse(ld: LDLayout, a: jax.Array) -> tuple[jax.Array, jax.Array]:
     small = piv < MINVAL
     piv = jnp.where(small, MINVAL, piv)
     inv = 1 / piv
-    # row k spread over its columns, and which columns those are (n + 1: padding's slot)
-    at = jnp.where(q <= dk, cols_j[k], n)
-    akd = jnp.zeros(n + 1, a.dtype).at[at].set(ak)
-    ink = jnp.zeros(n + 1, bool).at[at].set(True)
-    above = (pk >= 0) & (pk < dk)  # the rows i < k in row k's pattern
+    # row k spread over the columns (gathered through pos: no scatter in the loop)
+    ink = pk >= 0  # (n,) the columns in row k's pattern
+    akd = jnp.where(ink, ak[jnp.maximum(pk, 0)], 0.0)  # (n,) A[k, :]
+    above = ink & (pk < dk)  # the rows i < k in row k's pattern
     # A[i, c] += A[k, c] * -(A[k, i] / D_k) for c in row k's pattern (MuJoCo: qLDiagInv)
-    lrow = ak[jnp.maximum(pk, 0)] * inv
+    lrow = akd * inv
     upd = above[:, None] & entry & ink[cols]
     a = jnp.where(upd, a + akd[cols] * (-lrow)[:, None], a)
     a = a.at[k].set(jnp.where(q < dk, ak * inv, jnp.where(q == dk, piv, 0.0)))
