@@ -12,9 +12,13 @@ incremented and the state is kept.
 
 One deviation: when qacc is bad, MuJoCo resets and runs mj_forward again before integrating, so
 its step ends one timestep after the reset state. Under vmap a conditional second forward pass
-would cost a full forward for every world on every step, so `step` here returns the reset Data
-itself (time 0, derived quantities zero); the next step starts from it as MuJoCo's did. After an
-acceleration reset a world therefore runs one step behind MuJoCo's.
+would cost a full forward for every world on every step, so `step` here returns the reset state
+itself (RESET_FIELDS: time 0, qpos0, zero velocity, controls, applied forces and qacc, the
+warning counters); the next step starts from it as MuJoCo's did. The derived quantities (frames,
+qM, contacts, constraint rows, sensordata, ...) keep the values of the step that diverged: every
+step recomputes them from the state, and selecting all of them per world would store a second
+copy of the whole Data (at 2 humanoids, 57 of 193 KiB of a step's temporaries per world).
+After an acceleration reset a world therefore runs one step behind MuJoCo's.
 """
 
 from __future__ import annotations
@@ -43,17 +47,42 @@ def reset_data(m: Model, d: Data) -> Data:
   return make_data(m, ncon=ncon, nefc=nefc)
 
 
+# the fields an acceleration reset writes: mj_resetData's state (mjSTATE_FULLPHYSICS and the user
+# inputs) and the counters; the rest of Data is derived from them by the next step
+RESET_FIELDS = (
+  'time',
+  'qpos',
+  'qvel',
+  'act',
+  'ctrl',
+  'qacc',
+  'qacc_warmstart',
+  'qfrc_applied',
+  'xfrc_applied',
+  'mocap_pos',
+  'mocap_quat',
+  'eq_active',
+  'warning',
+)
+
+
 def _warn(d: Data, kind: int, bad: jax.Array) -> jax.Array:
   """d.warning with counter `kind` incremented where bad."""
   return d.warning.at[kind].add(bad.astype(d.warning.dtype))
 
 
-def _reset_where(m: Model, d: Data, bad: jax.Array, kind: int) -> Data:
-  """d reset where bad (with the warning counters mujoco leaves), else d with the count added."""
+def _reset_where(
+  m: Model, d: Data, bad: jax.Array, kind: int, fields: tuple[str, ...] | None = None
+) -> Data:
+  """d reset where bad (with the warning counters mujoco leaves), else d with the count added;
+  with `fields`, only those fields are reset (the others keep d's values)."""
   if m.opt.disableflags & DisableBit.AUTORESET:
     return d.replace(warning=_warn(d, kind, bad))
   r = reset_data(m, d)
   r = r.replace(warning=jnp.zeros_like(d.warning).at[kind].set(1))
+  if fields is not None:
+    pick = lambda x, y: jnp.where(bad, jnp.asarray(x, dtype=jnp.result_type(y)), y)  # noqa: E731
+    return d.replace(**{k: pick(getattr(r, k), getattr(d, k)) for k in fields})
   r_leaves, treedef = jax.tree_util.tree_flatten(r)
   d_leaves = treedef.flatten_up_to(d)
   out = [
@@ -81,13 +110,13 @@ def check_acc(m: Model, d: Data, qacc: jax.Array | None = None) -> Data:
   """Counts and, unless autoreset is disabled, resets a bad qacc (mj_checkAcc).
 
   `qacc` (nv,) is the acceleration checked, d.qacc by default; `step` passes forward's qacc and
-  the integrated Data, which is replaced by the reset Data (no second forward pass: see the
-  module docstring).
+  the integrated Data, whose state (RESET_FIELDS) is replaced by the reset state (no second
+  forward pass: see the module docstring).
   """
   if not m.nv:
     return d
   qacc = d.qacc if qacc is None else qacc
-  return _reset_where(m, d, jnp.any(is_bad(qacc)), WarningType.BADQACC)
+  return _reset_where(m, d, jnp.any(is_bad(qacc)), WarningType.BADQACC, RESET_FIELDS)
 
 
 def check_ctrl(m: Model, d: Data) -> Data:
