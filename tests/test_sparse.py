@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 import jaxsim
-from jaxsim._src import dynamics, layout
+from jaxsim._src import dynamics, kinematics, layout
 from tests import oracle
 
 BENCH = os.path.join(os.path.dirname(os.path.dirname(__file__)), 'models', 'bench')
@@ -125,6 +125,26 @@ def test_compact_rows_match_mujoco_and_dense(pair):
     di = inverse(sparse, ds)
     oracle.assert_close('qfrc_inverse', di.qfrc_inverse, md.qfrc_inverse, 1e-7, 1e-7)
   assert contacts >= 12  # the states do touch
+
+
+def test_contact_rows_in_chunks_are_the_same_rows(pair, monkeypatch):
+  """Contact rows of more slots than kinematics.ROW_CHUNK are formed a chunk of slots at a time
+  (for the step's peak memory): the same rows and the same solve, bitwise."""
+  sparse, _, mj, forward, _ = pair
+  nslot = len(layout.layout_of(sparse).contact_dim)
+  states = list(_states(mj, 3))
+  data = [
+    jaxsim.make_data(sparse).replace(qpos=jnp.asarray(q), qvel=jnp.asarray(v)) for q, v in states
+  ]
+  whole = [forward(sparse, d) for d in data]  # compiled with every slot in one pass
+  monkeypatch.setattr(kinematics, 'ROW_CHUNK', 2)
+  assert nslot > 2 and nslot % 2  # several chunks, the last one padded
+  chunked = jax.jit(lambda m, d: jaxsim.forward(m, d))  # traced again, with the small chunks
+  for d, ref in zip(data, whole, strict=True):
+    out = chunked(sparse, d)
+    np.testing.assert_array_equal(np.asarray(out.efc_J), np.asarray(ref.efc_J))
+    np.testing.assert_array_equal(np.asarray(out.qacc), np.asarray(ref.qacc))
+  assert sum(int(np.asarray(r.efc_active).sum()) for r in whole) > 0  # rows that touch
 
 
 def test_compact_step_gradient_matches_dense():

@@ -272,6 +272,9 @@ def jac_dif_frame(
   return _dif_rows(frame, sign, lin, ang, off)
 
 
+ROW_CHUNK = 128  # contact slots per pass of jac_dif_frame_compact
+
+
 def jac_dif_frame_compact(
   m: Model,
   d: Data,
@@ -288,6 +291,16 @@ def jac_dif_frame_compact(
   computed the same way (so bitwise equal); the dofs the two chains share hold 0 in both
   halves (jac2 - jac1 is 0 there, as mj_jacDifPair skips them), and so do the padding entries.
   """
+  n = point.shape[0]
+  if n > ROW_CHUNK:
+    # in chunks of slots: XLA stores each chunk's per-entry terms (the chains' cdof, the
+    # offsets: nine (n, 2C) arrays) before summing its rows; for every slot at once they set
+    # the step's peak memory (8 humanoids: 700 slots, 740 KiB per world)
+    pad = -n % ROW_CHUNK
+    args = [jnp.pad(x, [(0, pad)] + [(0, 0)] * (x.ndim - 1)) for x in (frame, point, body1, body2)]
+    args = [x.reshape((-1, ROW_CHUNK) + x.shape[1:]) for x in args]
+    jt, jr = jax.lax.map(lambda a: jac_dif_frame_compact(m, d, *a, chain), tuple(args))
+    return tuple(x.reshape((-1,) + x.shape[2:])[:n] for x in (jt, jr))
   dtype = d.cdof.dtype
   ch = jnp.asarray(chain)
   c1, c2 = ch[body1], ch[body2]  # (n, C)
