@@ -425,7 +425,7 @@ def make_data(
 # layout (contacts and the efc_* constraint rows in MuJoCo's variable-size arrays, qLD's rows),
 # or in a struct (warning).
 _DATA_SPECIAL = frozenset(
-  {'qM', 'qLD', 'ten_J', 'actuator_moment', 'contact', 'ncon', 'warning', 'solver_niter'}
+  {'qM', 'M', 'qLD', 'ten_J', 'actuator_moment', 'contact', 'ncon', 'warning', 'solver_niter'}
 )
 
 
@@ -502,6 +502,7 @@ def put_data(
   if m.nv:
     mujoco.mju_sym2dense(qm, d.M, m.M_rownnz, m.M_rowadr, m.M_colind)
   changes['qM'] = jnp.asarray(qm, dtype)
+  changes['M'] = dynamics.ld_compact(_built(m), changes['qM'])
   changes['qLD'] = dynamics.ld_compact(_built(m), jnp.asarray(_dense_qld(mujoco, m, d), dtype))
   changes['ten_J'] = jnp.asarray(_dense_ten_j(mujoco, m, d), dtype)
   dense_moment = jnp.asarray(_dense_moment(mujoco, m, d), dtype)

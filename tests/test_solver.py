@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 import jaxsim
-from jaxsim._src import solver
+from jaxsim._src import dynamics, solver
 from jaxsim._src.layout import row_classes
 from jaxsim._src.types import Data, Model, Option, make_data, static_fields, tree_structure
 from tests import oracle
@@ -267,6 +267,7 @@ def problem(mj: mujoco.MjModel, md: mujoco.MjData, seed: int = 0, pad: bool = Tr
     efc_type=layout.type,
     efc_id=layout.id,
     qM=qm,
+    M=dynamics.ld_compact(m, qm),
     qLD=qld,
     qfrc_smooth=md.qfrc_smooth.copy(),
     qacc_smooth=md.qacc_smooth.copy(),
@@ -594,16 +595,17 @@ def test_linesearch_polynomials(cone):
   rng = np.random.default_rng(1)
   qacc = jnp.asarray(md.qacc)
   search = jnp.asarray(rng.normal(size=mj.nv)) * jnp.abs(qacc).max()
+  mul_m = functools.partial(dynamics.mul_rows, dynamics.ld_layout(m), p.M)  # M x (mj_mulM)
 
   def total(alpha):
     q = qacc + alpha * search
     cost = solver.update_constraint(p, r, p.J @ q - p.aref, False).cost
-    return cost + 0.5 * (p.M @ q - p.qfrc_smooth) @ (q - p.qacc_smooth)
+    return cost + 0.5 * (mul_m(q) - p.qfrc_smooth) @ (q - p.qacc_smooth)
 
   @jax.jit
   def evaluate(alpha):
     jaref, jv = p.J @ qacc - p.aref, p.J @ search
-    ln = solver.line_prepare(p, r, jaref, jv, search, p.M @ qacc, p.M @ search)
+    ln = solver.line_prepare(p, r, jaref, jv, search, mul_m(qacc), mul_m(search))
     return solver.line_eval(p, ln, alpha), jax.vmap(total)(alpha) - total(0.0)
 
   alpha = jnp.asarray(np.linspace(-1, 1, 41) ** 3 * 2)

@@ -54,12 +54,19 @@ def dof_chain(m: Model) -> np.ndarray:
 
 
 def crb(m: Model, d: Data) -> Data:
-  """Dense joint-space inertia qM (nv, nv), armature included (mj_crb + mj_tendonArmature)."""
+  """Joint-space inertia, armature included (mj_crb + mj_tendonArmature): qM dense (nv, nv)
+  and M, its lower triangle in qLD's compact rows (nv, nld).
+
+  M is computed on its own from the same terms, not gathered from qM, so that the steps after
+  (the factor, the solvers) do not read the dense matrix: XLA then forms qM where Data's output
+  needs it (after the solver, for 8 humanoids 182 KiB per world less at the solver's peak).
+  """
   if not m.nv:
     return d
   dtype = d.cinert.dtype
   crb_body = jnp.asarray(m.tree_subtree, dtype=dtype) @ d.cinert
   buf = math.inert_mul(crb_body[np.asarray(m.dof_bodyid)], d.cdof)
+  d = d.replace(M=_m_rows(m, d, buf))
   # raw[i, j] = cdof_i . (crb_body(j) cdof_j): valid where i is an ancestor dof of j
   raw = d.cdof @ buf.T
   anc = np.asarray(m.tree_dof_dof).astype(bool)  # [i, j]: j ancestor-or-self of i
@@ -73,6 +80,61 @@ def crb(m: Model, d: Data) -> Data:
     chain = jnp.asarray(dof_chain(m), dtype=dtype)
     qm = qm + jnp.einsum('t,ti,tj->ij', arm, d.ten_J, d.ten_J) * chain
   return d.replace(qM=qm)
+
+
+def _m_rows(m: Model, d: Data, buf: jax.Array) -> jax.Array:
+  """M's compact rows (nv, nld) from buf (nv, 6) = crb(body of i) cdof_i: M[i, j] = cdof_j . buf_i
+  for j = ld_layout's columns of row i, the armature on the diagonal, the tendon armature."""
+  cols, _, diag = ld_layout(m)
+  keep = np.arange(cols.shape[1])[None, :] <= diag[:, None]
+  # a contraction, which XLA stores once: as a sum of products it fused the sum into each of
+  # M's readers (the solver's loops) and kept the gathered cdof (nv, nld, 6) alive through them
+  rows = jnp.einsum('ikc,ic->ik', d.cdof[cols], buf)
+  rows = rows + jnp.where(np.arange(cols.shape[1])[None, :] == diag[:, None],
+                          dof_armature(m)[:, None], 0.0)  # fmt: skip
+  if m.ntendon:
+    arm = tendon_armature(m)
+    rows = rows + jnp.einsum('t,ti,tik->ik', arm, d.ten_J, d.ten_J[:, cols])
+  return jnp.where(keep, rows, 0.0)
+
+
+def mul_rows(ld: LDLayout, rows: jax.Array, x: jax.Array) -> jax.Array:
+  """A x for a symmetric A (n, n) given by its lower triangle's compact rows (n, w) on ld's
+  pattern (Data.M: mj_mulM); x (n,).
+
+  Each row's entries left of its diagonal act twice: on x at their column (lower) and, at
+  their column, on x[i] (upper), summed there by a segment sum."""
+  cols, _, diag = ld
+  n = rows.shape[0]
+  lower = jnp.sum(rows * x[cols], axis=1)
+  off = np.arange(cols.shape[1])[None, :] < diag[:, None]
+  upper = jnp.where(off, rows, 0.0) * x[:, None]
+  return lower + jax.ops.segment_sum(upper.reshape(-1), cols.reshape(-1), n)
+
+
+def rows_dense(ld: LDLayout, rows: jax.Array) -> jax.Array:
+  """The dense symmetric (n, n) matrix of compact lower rows (n, w) on ld's pattern."""
+  cols, pos, _ = ld
+  n = rows.shape[0]
+  lower = jnp.where(pos >= 0, rows[np.arange(n)[:, None], np.maximum(pos, 0)], 0.0)
+  return lower + lower.T - jnp.diag(jnp.diagonal(lower))
+
+
+def add_rows(ld: LDLayout, a: jax.Array, rows: jax.Array) -> jax.Array:
+  """a (n, n) plus the symmetric matrix of compact lower rows (n, w) on ld's pattern, added
+  entry by entry into a (no dense copy of the rows' matrix is formed)."""
+  cols, _, diag = ld
+  n = rows.shape[0]
+  i = np.broadcast_to(np.arange(n)[:, None], cols.shape)
+  keep = np.arange(cols.shape[1])[None, :] <= diag[:, None]
+  off = np.arange(cols.shape[1])[None, :] < diag[:, None]
+  a = a.at[i[keep], cols[keep]].add(rows[keep])
+  return a.at[cols[off], i[off]].add(rows[off])
+
+
+def rows_diag(ld: LDLayout, rows: jax.Array) -> jax.Array:
+  """The diagonal (n,) of compact rows on ld's pattern."""
+  return rows[np.arange(rows.shape[0]), ld.diag]
 
 
 def _eliminate(a: jax.Array, lo: int, clamped: jax.Array) -> tuple[jax.Array, jax.Array]:
@@ -510,17 +572,21 @@ def factor_warn(
     (qld (n, n) or (nv, nld), warning (nwarning,)).
   """
   qld, clamped = factor_ld(qm) if m is None else factor_tree(m, qm)
-  count = (clamped & used).astype(warning.dtype)
-  return qld, warning.at[WarningType.INERTIA].add(count)
+  return qld, _count_inertia(warning, clamped & used)
+
+
+def _count_inertia(warning: jax.Array, clamped: jax.Array) -> jax.Array:
+  """warning with mjWARN_INERTIA counted once where clamped (a factor clamped a pivot)."""
+  return warning.at[WarningType.INERTIA].add(clamped.astype(warning.dtype))
 
 
 def factor_m(m: Model, d: Data) -> Data:
-  """MuJoCo's L'DL factor of qM in qLD's compact rows (factor_tree; mj_factorM); counts
-  mjWARN_INERTIA where a pivot was clamped (factor_warn)."""
+  """MuJoCo's L'DL factor of M (Data.M, qM's compact rows) in qLD's compact rows (factor_tree's
+  operations; mj_factorM); counts mjWARN_INERTIA where a pivot was clamped."""
   if not m.nv:
     return d
-  qld, warning = factor_warn(d.qM, d.warning, m=m)
-  return d.replace(qLD=qld, warning=warning)
+  qld, clamped = factor_sparse(ld_layout(m), d.M)
+  return d.replace(qLD=qld, warning=_count_inertia(d.warning, clamped))
 
 
 def solve_m(m: Model, d: Data, x: jax.Array) -> jax.Array:

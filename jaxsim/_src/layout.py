@@ -51,7 +51,7 @@ from jaxsim._src.enums import (
   JointType,
   ObjType,
 )
-from jaxsim._src.types import Model, m_sparsity, tendon_reach
+from jaxsim._src.types import Model, joint_dofs, m_sparsity, tendon_reach
 
 MIN_BUDGET = 8  # slots of a capped condim class the default budget never goes below
 # the default budget: each geom touches at most this many others at once, each with the largest
@@ -661,7 +661,7 @@ def hessian_pattern(m: Model, lay: Layout, limit: int | None = None) -> np.ndarr
   if not nv or not lay.nefc:
     return pattern
   moves = np.asarray(m.tree_body_dof).astype(bool)  # [b, d]: dof d moves body b
-  jnt_dofs = np.arange(m.njnt)[:, None] == np.asarray(m.dof_jntid)[None, :]
+  jnt_dofs = joint_dofs(m)
   tendon = tendon_reach(m) if m.ntendon else np.zeros((0, nv), bool)
   reach = set()
 

@@ -48,7 +48,7 @@ class _Problem(NamedTuple):
   mu: jax.Array  # (nell,)
   fric: jax.Array  # (nell, 5), zero beyond condim - 1
   one: jax.Array  # (nell,) bool: the slot holds one frictionless row now (an adhesive tether)
-  M: jax.Array  # (nv, nv)
+  M: jax.Array  # (nv, nld) qM's lower triangle in qLD's compact rows (Data.M; _Config.ld)
   qfrc_smooth: jax.Array  # (nv,)
   qacc_smooth: jax.Array  # (nv,)
 
@@ -170,7 +170,9 @@ def update_constraint(p: _Problem, r: RowClasses, jar: jax.Array, cone_hessian: 
   return _Update(force, state, cost, hc)
 
 
-def _hessian(p: _Problem, r: RowClasses, upd: _Update, rows: int | None = None) -> jax.Array:
+def _hessian(
+  p: _Problem, r: RowClasses, upd: _Update, ld: dynamics.LDLayout, rows: int | None = None
+) -> jax.Array:
   """H = M + J' D_quadratic J + cone Hessians (MakeHessian, HessianCone), (nv, nv).
 
   rows: the compact buffer's size (layout.hessian_rows; None or nefc: every row at once). With
@@ -179,11 +181,17 @@ def _hessian(p: _Problem, r: RowClasses, upd: _Update, rows: int | None = None) 
   so H is always exact and costs what is quadratic, not what is allocated. Elliptic contacts in
   their middle zone are summed rows // 6 at a time the same way.
   """
-  return _newton_terms(p, r, upd, rows, False, False)[0]
+  return _newton_terms(p, r, upd, ld, rows, False, False)[0]
 
 
 def _newton_terms(
-  p: _Problem, r: RowClasses, upd: _Update, rows: int | None, jt: bool, absolute: bool
+  p: _Problem,
+  r: RowClasses,
+  upd: _Update,
+  ld: dynamics.LDLayout,
+  rows: int | None,
+  jt: bool,
+  absolute: bool,
 ) -> tuple[jax.Array, jax.Array | None, jax.Array | None]:
   """The Hessian (_hessian) and, with jt, J' force (nv,) and, with absolute, |J|' |force| (nv,)
   (the gradient and its rounding scale), in one pass over the rows: with a buffer the rows
@@ -196,7 +204,7 @@ def _newton_terms(
   compact = rows is not None and rows < nefc
   jtf = ajf = None
   if not compact and not p.J.compact:
-    h = p.M + p.J.val.T @ (dq[:, None] * p.J.val)
+    h = dynamics.rows_dense(ld, p.M) + p.J.val.T @ (dq[:, None] * p.J.val)
     if jt:
       jtf = p.J.tmul(f)
     if absolute:
@@ -220,10 +228,12 @@ def _newton_terms(
       return tuple(out)
 
     zero = jnp.zeros(nv, p.M.dtype)
-    start = (p.M,) + (zero,) * (jt + absolute)
+    start = (jnp.zeros((nv, nv), p.M.dtype),) + (zero,) * (jt + absolute)
     mask = (dq > 0) | (f != 0) if jt or absolute else dq > 0
     out = list(_chunked(start, mask, rows, term))
-    h = out.pop(0)
+    # M added last, into the sum: added first, its dense form is loop-invariant and XLA hoists
+    # it out of the solver's loops, an (nv, nv) array stored through the solve
+    h = dynamics.add_rows(ld, out.pop(0), p.M)
     jtf = out.pop(0) if jt else None
     ajf = out.pop(0) if absolute else None
   nell = len(r.con)
@@ -729,6 +739,9 @@ def _primal(cfg: _Config, r: RowClasses, p: _Problem, x: _Path):
   def solve_m(v):
     return dynamics.solve_sparse(cfg.ld, x.qLD, v)
 
+  def mul_m(v):
+    return dynamics.mul_rows(cfg.ld, p.M, v)
+
   def gauss(qacc, ma):
     return 0.5 * (ma - p.qfrc_smooth) @ (qacc - p.qacc_smooth)
 
@@ -740,7 +753,7 @@ def _primal(cfg: _Config, r: RowClasses, p: _Problem, x: _Path):
     ws = x.qacc_warmstart
     jar = jnp.stack([p.J @ ws - p.aref, p.J @ p.qacc_smooth - p.aref])
     cost = jax.vmap(lambda j: update_constraint(p, r, j, False).cost)(jar)
-    qacc = jnp.where(cost[0] + gauss(ws, p.M @ ws) > cost[1], p.qacc_smooth, ws)
+    qacc = jnp.where(cost[0] + gauss(ws, mul_m(ws)) > cost[1], p.qacc_smooth, ws)
   else:
     qacc = p.qacc_smooth
   qacc = jnp.where(x.dof_island >= nisl, p.qacc_smooth, qacc)  # unconstrained dofs
@@ -753,7 +766,7 @@ def _primal(cfg: _Config, r: RowClasses, p: _Problem, x: _Path):
     (M qacc, qfrc_smooth and J' force, these summed from the rows' J_ij force_i)."""
     upd = update_constraint(p, r, jaref, cfg.newton and cfg.ellipse)
     if cfg.newton:
-      h, jtf, ajf = _newton_terms(p, r, upd, cfg.hessian_rows, True, bool(rounding))
+      h, jtf, ajf = _newton_terms(p, r, upd, cfg.ld, cfg.hessian_rows, True, bool(rounding))
       grad = ma - p.qfrc_smooth - jtf
       mgrad = dynamics.solve_spd(h, grad, cfg.hessian_ld)
     else:
@@ -768,7 +781,7 @@ def _primal(cfg: _Config, r: RowClasses, p: _Problem, x: _Path):
     return upd, grad, mgrad, ok
 
   # the start: MuJoCo evaluates it before its first line search
-  ma, jaref = p.M @ qacc, p.J @ qacc - p.aref
+  ma, jaref = mul_m(qacc), p.J @ qacc - p.aref
   upd, grad, mgrad, grad_ok = evaluate(ma, jaref)
   # the certificate cost - cost* <= 0.5 grad' M^-1 grad; Newton also requires the gradient test
   # (its solutions are force-accurate)
@@ -788,7 +801,7 @@ def _primal(cfg: _Config, r: RowClasses, p: _Problem, x: _Path):
     """One iteration of mj_solPrimal's loop in every running island: line search, move, new
     search direction."""
     search = c.search
-    mv, jv = p.M @ search, p.J @ search
+    mv, jv = mul_m(search), p.J @ search
     snorm = norm(search)
     ln = line_prepare(p, r, c.jaref, jv, search, c.ma, mv, isl)
     skip = c.done | (c.niter >= cfg.iterations)
@@ -857,10 +870,10 @@ def _primal_jvp(cfg: _Config, r: RowClasses, primals, tangents, run=None):
   dp, _ = tangents
   qacc, force, state, niter, neval = (run or functools.partial(_primal, cfg, r))(p, x)
   upd = update_constraint(p, r, p.J @ qacc - p.aref, cfg.ellipse)
-  h = _hessian(p, r, upd)
+  h = _hessian(p, r, upd, cfg.ld)
   _, dforce_p = jax.jvp(lambda p_: _force(r, p_, qacc), (p,), (dp,))
   dJ = sparse.Jacobian(dp.J.val, p.J.body, p.J.chain, p.J.ncol)  # only the values have tangents
-  dg = dp.M @ qacc - dp.qfrc_smooth - dJ.tmul(force) - p.J.tmul(dforce_p)
+  dg = dynamics.mul_rows(cfg.ld, dp.M, qacc) - dp.qfrc_smooth - dJ.tmul(force) - p.J.tmul(dforce_p)
   dqacc = -dynamics.solve_spd(h, dg, cfg.hessian_ld)
   _, dforce_q = jax.jvp(lambda q: _force(r, p, q), (qacc,), (dqacc,))
   float0 = jax.dtypes.float0
@@ -883,9 +896,10 @@ def _islands(m: Model, d: Data, blk: pgs.Blocks, p: _Problem):
   """Constraint islands (mj_island): island of each dof (nv,; nisland for none) and row (nefc,),
   and each island's inertia (nisland,; 0 for unused labels). One island without trees."""
   nv, nefc = p.M.shape[0], p.aref.shape[0]
+  diag = dynamics.rows_diag(dynamics.ld_layout(m), p.M)
   if not blk.ntree:  # islands disabled (or no trees): one island of all dofs
     z = jnp.zeros(nv, jnp.int32)
-    return z, jnp.zeros(nefc, jnp.int32), jnp.trace(p.M)[None]
+    return z, jnp.zeros(nefc, jnp.int32), jnp.sum(diag)[None]
   con = d.contact
   if con.geom1.shape[0]:
     bt = jnp.asarray(np.concatenate([blk.body_treeid, [-1]]))
@@ -897,7 +911,7 @@ def _islands(m: Model, d: Data, blk: pgs.Blocks, p: _Problem):
   inc = pgs.row_trees(blk, p.J, t1, t2)
   label, tree_label = pgs.islands(inc, p.active)
   dof = tree_label[blk.dof_treeid]
-  inertia = jax.ops.segment_sum(jnp.diagonal(p.M), dof, blk.ntree)
+  inertia = jax.ops.segment_sum(diag, dof, blk.ntree)
   return dof, label, inertia
 
 
@@ -970,7 +984,7 @@ def problem(m: Model, d: Data, r: RowClasses, J: sparse.Jacobian | None = None) 
     mu=mu,
     fric=fric,
     one=one,
-    M=d.qM,
+    M=d.M,
     qfrc_smooth=d.qfrc_smooth,
     qacc_smooth=d.qacc_smooth,
   )

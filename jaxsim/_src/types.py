@@ -709,6 +709,11 @@ class Data(_Struct):
   actuator_force: jax.Array = field('(nu,) actuator force in actuation space')
   # inertia and forces
   qM: jax.Array = field('(nv, nv) total inertia')
+  M: jax.Array = field(
+    "(nv, nld) qM's lower triangle in qLD's compact rows: row i holds M[i, j] for the ancestor"
+    " dofs j of i, root first, then M[i, i] (MuJoCo's mjData.M on M_rowadr, M_colind,"
+    ' left-aligned), zero after; what the factor and the solvers read'
+  )
   qLD: jax.Array = field(
     "(nv, nld) L'*D*L factor of qM in compact rows, MuJoCo's values and layout: row i holds "
     "L[i, j] for the ancestor dofs j of i, root first, then D[i] (MuJoCo's row i of qLD on "
@@ -781,11 +786,16 @@ def qld_width(m: Model) -> int:
   return int(m_sparsity(m).sum(axis=1).max(initial=0))
 
 
+def joint_dofs(m: Model) -> np.ndarray:
+  """(njnt, nv) bool static: [j, d] where dof d belongs to joint j."""
+  return np.arange(m.njnt)[:, None] == np.asarray(m.dof_jntid)[None, :]
+
+
 def tendon_reach(m: Model) -> np.ndarray:
   """(ntendon, nv) bool static: the dofs a tendon's Jacobian row can reach: its joints' dofs
   (fixed), or the dofs that move the bodies of its sites and wrap geoms (spatial)."""
   moves = np.asarray(m.tree_body_dof).astype(bool)  # [b, d]: dof d moves body b
-  jnt_dofs = np.arange(m.njnt)[:, None] == np.asarray(m.dof_jntid)[None, :]  # (njnt, nv)
+  jnt_dofs = joint_dofs(m)
   site_body, geom_body = np.asarray(m.site_bodyid), np.asarray(m.geom_bodyid)
   wtype, wobj = np.asarray(m.wrap_type), np.asarray(m.wrap_objid)
   adr, num = np.asarray(m.tendon_adr), np.asarray(m.tendon_num)
@@ -817,7 +827,7 @@ def moment_cols(m: Model) -> np.ndarray:
     return dense
   moves = np.asarray(m.tree_body_dof).astype(bool)  # [b, d]: dof d moves body b
   site_body = np.asarray(m.site_bodyid)
-  jnt_dofs = np.arange(m.njnt)[:, None] == np.asarray(m.dof_jntid)[None, :]  # (njnt, nv)
+  jnt_dofs = joint_dofs(m)
   ten = tendon_reach(m) if m.ntendon else None
   reach = np.zeros((nu, nv), bool)
   for k in range(nu):
@@ -1148,6 +1158,7 @@ def make_data(m: Model, ncon: int | None = None, nefc: int | None = None) -> Dat
     actuator_moment=z(nu, moment_cols(m).shape[1]),
     actuator_force=z(nu),
     qM=z(nv, nv),
+    M=z(nv, qld_width(m)),
     qLD=z(nv, qld_width(m)),
     qfrc_bias=z(nv),
     qfrc_passive=z(nv),
