@@ -132,6 +132,28 @@ LD_MODELS = [
 
 
 @pytest.mark.parametrize('path', LD_MODELS, ids=model_id)
+def test_m_rows_are_mujocos_m(path):
+  """crb's Data.M holds MuJoCo's M (mjData.M on M_rowadr, M_colind) in compact rows, and
+  mul_rows on it is mj_mulM."""
+  mj = mujoco.MjModel.from_xml_path(path)
+  m = oracle.load(path)
+  md, rng = _rollout_state(mj, 2)
+  mujoco.mj_forward(mj, md)
+  theirs = np.zeros((mj.nv, int(mj.M_rownnz.max())))
+  for i in range(mj.nv):
+    a, n = mj.M_rowadr[i], mj.M_rownnz[i]
+    theirs[i, :n] = md.M[a : a + n]
+  d = jaxsim.make_data(m).replace(qpos=md.qpos.copy(), qvel=md.qvel.copy())
+  d = jax.jit(jaxsim.forward)(m, d)
+  oracle.assert_close('M rows', d.M, theirs, rtol=1e-12)
+  x = rng.normal(size=mj.nv)
+  want = np.zeros(mj.nv)
+  mujoco.mj_mulM(mj, md, want, x)
+  ours = jax.jit(functools.partial(dynamics.mul_rows, dynamics.ld_layout(m)))(d.M, x)
+  oracle.assert_close('M x', ours, want, rtol=1e-12)
+
+
+@pytest.mark.parametrize('path', LD_MODELS, ids=model_id)
 def test_factor_m_is_mujocos_qld(path):
   """factor_tree of MuJoCo's M gives MuJoCo's qLD values in MuJoCo's rows (compact, left-aligned),
   and solve_sparse is mj_solveM, for one and several right-hand sides; the dense factor_ld
