@@ -11,6 +11,7 @@ import jax
 
 from jaxsim._src import check, integrate, inverse, stages, variational
 from jaxsim._src.enums import EnableBit, IntegratorType
+from jaxsim._src.math import full_precision
 from jaxsim._src.types import Data, Model, check_inputs
 
 
@@ -22,10 +23,11 @@ def hint_jit(name: str, d: Data) -> None:
     warnings.warn(
       f'jaxsim.{name} is running eagerly (op by op), which is slow; wrap it in jax.jit, e.g. '
       f'jax.jit(jaxsim.{name})(model, data)',
-      stacklevel=3,
+      stacklevel=4,  # hint_jit < the stage < full_precision's wrapper < the caller
     )
 
 
+@full_precision
 def forward(m: Model, d: Data) -> Data:
   """Every derived quantity and qacc from the state; the state is unchanged (mj_forward)."""
   stages.check_supported(m)
@@ -34,6 +36,7 @@ def forward(m: Model, d: Data) -> Data:
   return stages.forward_all(m, d)
 
 
+@full_precision
 def step(m: Model, d: Data) -> Data:
   """Advances the simulation one timestep with m.opt.integrator (mj_step).
 
@@ -55,6 +58,7 @@ def step(m: Model, d: Data) -> Data:
   return check.check_acc(m, integrate_step(m, d), qacc=d.qacc)
 
 
+@full_precision
 def step1(m: Model, d: Data) -> Data:
   """First half of a step: state checks, position and velocity stages (mj_step1).
 
@@ -69,6 +73,7 @@ def step1(m: Model, d: Data) -> Data:
   return stages.forward_pos_vel(m, d)
 
 
+@full_precision
 def step2(m: Model, d: Data) -> Data:
   """Second half of a step after `step1`: actuation, acceleration, constraint forces, then Euler
   or implicit integration; RK4 integrates with Euler here, as mj_step2 does."""

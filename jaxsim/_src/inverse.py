@@ -105,6 +105,7 @@ def inverse_acc(m: Model, d: Data, sensor: bool, layout: Any = None) -> Data:
   return d.replace(qacc=qacc)
 
 
+@math.full_precision
 def inverse(m: Model, d: Data) -> Data:
   """qfrc_inverse (nv,) from qpos, qvel and qacc, and every quantity it needs (mj_inverse).
 

@@ -130,6 +130,7 @@ def _local2global(d: Data, body, pos, quat, sameframe):
   return xpos, jnp.where(sf == 0, math.quat_to_mat(math.quat_mul(bq, quat)), xmat)
 
 
+@math.full_precision
 def kinematics(m: Model, d: Data) -> Data:
   """Global frames of bodies, joints, geoms and sites from qpos (mj_kinematics)."""
   lpos, lquat, jpos, jquat = local_frames(m, d)
