@@ -23,6 +23,8 @@ After an acceleration reset a world therefore runs one step behind MuJoCo's.
 
 from __future__ import annotations
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -75,21 +77,18 @@ def _reset_where(
   m: Model, d: Data, bad: jax.Array, kind: int, fields: tuple[str, ...] | None = None
 ) -> Data:
   """d reset where bad (with the warning counters mujoco leaves), else d with the count added;
-  with `fields`, only those fields are reset (the others keep d's values)."""
+  with `fields`, only those fields are reset (the others keep d's values), else every field
+  (Data's are all dynamic; `contact` is a subtree)."""
   if m.opt.disableflags & DisableBit.AUTORESET:
     return d.replace(warning=_warn(d, kind, bad))
   r = reset_data(m, d)
   r = r.replace(warning=jnp.zeros_like(d.warning).at[kind].set(1))
-  if fields is not None:
-    pick = lambda x, y: jnp.where(bad, jnp.asarray(x, dtype=jnp.result_type(y)), y)  # noqa: E731
-    return d.replace(**{k: pick(getattr(r, k), getattr(d, k)) for k in fields})
-  r_leaves, treedef = jax.tree_util.tree_flatten(r)
-  d_leaves = treedef.flatten_up_to(d)
-  out = [
-    jnp.where(bad, jnp.asarray(a, dtype=jnp.result_type(b)), b)
-    for a, b in zip(r_leaves, d_leaves, strict=True)
-  ]
-  return jax.tree_util.tree_unflatten(treedef, out)
+  names = fields if fields is not None else tuple(f.name for f in dataclasses.fields(d))
+
+  def pick(x, y):
+    return jnp.where(bad, jnp.asarray(x, dtype=jnp.result_type(y)), y)
+
+  return d.replace(**{k: jax.tree_util.tree_map(pick, getattr(r, k), getattr(d, k)) for k in names})
 
 
 def check_pos(m: Model, d: Data) -> Data:

@@ -85,8 +85,8 @@ def crb(m: Model, d: Data) -> Data:
 def _m_rows(m: Model, d: Data, buf: jax.Array) -> jax.Array:
   """M's compact rows (nv, nld) from buf (nv, 6) = crb(body of i) cdof_i: M[i, j] = cdof_j . buf_i
   for j = ld_layout's columns of row i, the armature on the diagonal, the tendon armature."""
-  cols, _, diag = ld_layout(m)
-  keep = np.arange(cols.shape[1])[None, :] <= diag[:, None]
+  ld = ld_layout(m)
+  cols, _, diag = ld
   # a contraction, which XLA stores once: as a sum of products it fused the sum into each of
   # M's readers (the solver's loops) and kept the gathered cdof (nv, nld, 6) alive through them
   rows = jnp.einsum('ikc,ic->ik', d.cdof[cols], buf)
@@ -95,7 +95,7 @@ def _m_rows(m: Model, d: Data, buf: jax.Array) -> jax.Array:
   if m.ntendon:
     arm = tendon_armature(m)
     rows = rows + jnp.einsum('t,ti,tik->ik', arm, d.ten_J, d.ten_J[:, cols])
-  return jnp.where(keep, rows, 0.0)
+  return jnp.where(ld.entry, rows, 0.0)
 
 
 def mul_rows(ld: LDLayout, rows: jax.Array, x: jax.Array) -> jax.Array:
@@ -104,30 +104,24 @@ def mul_rows(ld: LDLayout, rows: jax.Array, x: jax.Array) -> jax.Array:
 
   Each row's entries left of its diagonal act twice: on x at their column (lower) and, at
   their column, on x[i] (upper), summed there by a segment sum."""
-  cols, _, diag = ld
+  cols = ld.cols
   n = rows.shape[0]
   lower = jnp.sum(rows * x[cols], axis=1)
-  off = np.arange(cols.shape[1])[None, :] < diag[:, None]
-  upper = jnp.where(off, rows, 0.0) * x[:, None]
+  upper = jnp.where(ld.below, rows, 0.0) * x[:, None]
   return lower + jax.ops.segment_sum(upper.reshape(-1), cols.reshape(-1), n)
 
 
 def rows_dense(ld: LDLayout, rows: jax.Array) -> jax.Array:
   """The dense symmetric (n, n) matrix of compact lower rows (n, w) on ld's pattern."""
-  cols, pos, _ = ld
-  n = rows.shape[0]
-  lower = jnp.where(pos >= 0, rows[np.arange(n)[:, None], np.maximum(pos, 0)], 0.0)
+  lower = lower_dense(ld, rows)
   return lower + lower.T - jnp.diag(jnp.diagonal(lower))
 
 
 def add_rows(ld: LDLayout, a: jax.Array, rows: jax.Array) -> jax.Array:
   """a (n, n) plus the symmetric matrix of compact lower rows (n, w) on ld's pattern, added
   entry by entry into a (no dense copy of the rows' matrix is formed)."""
-  cols, _, diag = ld
-  n = rows.shape[0]
-  i = np.broadcast_to(np.arange(n)[:, None], cols.shape)
-  keep = np.arange(cols.shape[1])[None, :] <= diag[:, None]
-  off = np.arange(cols.shape[1])[None, :] < diag[:, None]
+  cols, keep, off = ld.cols, ld.entry, ld.below
+  i = np.broadcast_to(np.arange(rows.shape[0])[:, None], cols.shape)
   a = a.at[i[keep], cols[keep]].add(rows[keep])
   return a.at[cols[off], i[off]].add(rows[off])
 
@@ -247,6 +241,16 @@ class LDLayout(NamedTuple):
   pos: np.ndarray  # (n, n) [i, j] the entry of column j in row i; -1: not in row i's pattern
   diag: np.ndarray  # (n,) the entry of D[i] in row i
 
+  @property
+  def entry(self) -> np.ndarray:
+    """(n, w) bool: a row's real entries, the diagonal included (the rest is padding)."""
+    return np.arange(self.cols.shape[1])[None, :] <= self.diag[:, None]
+
+  @property
+  def below(self) -> np.ndarray:
+    """(n, w) bool: a row's entries left of its diagonal (L's, or the strict lower triangle)."""
+    return np.arange(self.cols.shape[1])[None, :] < self.diag[:, None]
+
 
 def ld_layout_of(pattern: np.ndarray) -> LDLayout:
   """The compact rows of an L'DL factor with a given (filled) sparsity: row i holds its entries
@@ -276,9 +280,7 @@ def ld_layout(m: Model) -> LDLayout:
 
 def compact(ld: LDLayout, dense: jax.Array) -> jax.Array:
   """The compact rows (n, w) of a dense (n, n) matrix's lower triangle on ld's pattern."""
-  cols, _, diag = ld
-  keep = np.arange(cols.shape[1])[None, :] <= diag[:, None]
-  return jnp.where(keep, jnp.asarray(dense)[np.arange(len(diag))[:, None], cols], 0.0)
+  return jnp.where(ld.entry, jnp.asarray(dense)[np.arange(len(ld.diag))[:, None], ld.cols], 0.0)
 
 
 def ld_compact(m: Model, dense: jax.Array) -> jax.Array:
@@ -295,9 +297,15 @@ def ld_dense(m: Model, qld: jax.Array) -> jax.Array:
   Returns:
     (..., nv, nv).
   """
-  _, pos, _ = ld_layout(m)
-  qld = jnp.asarray(qld)
-  entries = qld[..., np.arange(m.nv)[:, None], np.maximum(pos, 0)]
+  return lower_dense(ld_layout(m), qld)
+
+
+def lower_dense(ld: LDLayout, rows: jax.Array) -> jax.Array:
+  """The dense lower triangle (..., n, n) of compact rows (..., n, w) on ld's pattern (zero
+  above the diagonal and outside the pattern)."""
+  rows = jnp.asarray(rows)
+  pos = ld.pos
+  entries = rows[..., np.arange(pos.shape[0])[:, None], np.maximum(pos, 0)]
   return jnp.where(pos >= 0, entries, 0.0)
 
 
@@ -324,7 +332,7 @@ def factor_sparse(ld: LDLayout, a: jax.Array) -> tuple[jax.Array, jax.Array]:
   cols, pos, diag = ld
   n = len(diag)
   q = np.arange(cols.shape[1])
-  entry = q[None, :] <= diag[:, None]  # (n, w) real entries (the rest is padding)
+  entry = ld.entry
   pos_j, diag_j = jnp.asarray(pos), jnp.asarray(diag)
 
   def row(t, carry):

@@ -892,11 +892,12 @@ class _PGSPath(NamedTuple):
   inertia: jax.Array  # (nisland,) sum of diag(M) over each island's dofs
 
 
-def _islands(m: Model, d: Data, blk: pgs.Blocks, p: _Problem):
+def _islands(m: Model, d: Data, blk: pgs.Blocks, p: _Problem, ld: dynamics.LDLayout):
   """Constraint islands (mj_island): island of each dof (nv,; nisland for none) and row (nefc,),
-  and each island's inertia (nisland,; 0 for unused labels). One island without trees."""
+  and each island's inertia (nisland,; 0 for unused labels; ld: M's rows' layout). One island
+  without trees."""
   nv, nefc = p.M.shape[0], p.aref.shape[0]
-  diag = dynamics.rows_diag(dynamics.ld_layout(m), p.M)
+  diag = dynamics.rows_diag(ld, p.M)
   if not blk.ntree:  # islands disabled (or no trees): one island of all dofs
     z = jnp.zeros(nv, jnp.int32)
     return z, jnp.zeros(nefc, jnp.int32), jnp.sum(diag)[None]
@@ -915,9 +916,9 @@ def _islands(m: Model, d: Data, blk: pgs.Blocks, p: _Problem):
   return dof, label, inertia
 
 
-def _pgs_path(m: Model, d: Data, blk: pgs.Blocks, p: _Problem) -> _PGSPath:
+def _pgs_path(m: Model, d: Data, blk: pgs.Blocks, p: _Problem, ld: dynamics.LDLayout) -> _PGSPath:
   """Constraint islands and their inertia, for the PGS solve."""
-  _, label, inertia = _islands(m, d, blk, p)
+  _, label, inertia = _islands(m, d, blk, p, ld)
   # unused labels get a unit inertia (they have no rows)
   inertia = jnp.where(inertia > 0, inertia, 1.0)
   return _PGSPath(d.qLD, d.qacc_warmstart, m.opt.tolerance, label, inertia)
@@ -1045,13 +1046,13 @@ def solve(m: Model, d: Data, layout: Any = None) -> Data:
   islands = not m.opt.disableflags & DisableBit.ISLAND
   if solver == SolverType.PGS:
     blk = pgs.blocks(m, layout, islands)
-    x = _pgs_path(m, d, blk, p)
+    x = _pgs_path(m, d, blk, p, cfg.ld)
     run = functools.partial(_pgs, cfg, r, blk)
     primal = jax.custom_jvp(run)
     primal.defjvp(functools.partial(_primal_jvp, cfg, r, run=run))
   else:
     blk = pgs.blocks(m, layout, islands)
-    dof, row, inertia = _islands(m, d, blk, p)
+    dof, row, inertia = _islands(m, d, blk, p, cfg.ld)
     x = _Path(d.qLD, d.qacc_warmstart, m.opt.tolerance, m.opt.ls_tolerance, dof, row, inertia)
     primal = jax.custom_jvp(functools.partial(_primal, cfg, r))
     primal.defjvp(functools.partial(_primal_jvp, cfg, r))
