@@ -303,17 +303,25 @@ def test_hfield_item_limit_overflow():
   margin = jnp.zeros(2)
   s = int(GeomType.SPHERE)
   pick = lambda i: jax.tree_util.tree_map(lambda x: x[i], (h, g, margin))  # noqa: E731
-  one = [hfield.collide_hfield(*pick(i), hf, s, win=win) for i in range(2)]
+  # compiled (op by op, the colliders' loops made this test take a minute)
+  alone = jax.jit(lambda *a: hfield.collide_hfield(*a, hf, s, win=win))
+  one = [alone(*pick(i)) for i in range(2)]
   assert all(np.sum(np.asarray(c.dist) < NO_CONTACT / 2) > 1 for c in one)
   nprism = 2 * win[0] * win[1]
-  c, over = hfield.collide_hfield_group(h, g, margin, hf, s, win=win, nitems=2 * nprism)
+
+  def group(nitems):
+    return jax.jit(lambda *a: hfield.collide_hfield_group(*a, hf, s, win=win, nitems=nitems))(
+      h, g, margin
+    )
+
+  c, over = group(2 * nprism)
   assert not bool(over)
   for i in range(2):
     np.testing.assert_array_equal(c.dist[i], one[i].dist)
     np.testing.assert_array_equal(c.pos[i], one[i].pos)
   # room for exactly the first pair's tested prisms
   first = int(np.sum(hfield.window_prisms(*pick(0), hf, s, win)[1]))
-  c, over = hfield.collide_hfield_group(h, g, margin, hf, s, win=win, nitems=first)
+  c, over = group(first)
   assert bool(over)
   np.testing.assert_array_equal(c.dist[0], one[0].dist)
   assert np.all(np.asarray(c.dist[1]) == NO_CONTACT)
