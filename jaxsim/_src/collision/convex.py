@@ -133,10 +133,6 @@ def _vset(v: Verts, i, w: Verts) -> Verts:
   return jax.tree_util.tree_map(lambda x, y: x.at[i].set(y.astype(x.dtype)), v, w)
 
 
-def _vstack(vs: list[Verts]) -> Verts:
-  return jax.tree_util.tree_map(lambda *x: jnp.stack(x), *vs)
-
-
 def _vwhere(c, a: Verts, b: Verts) -> Verts:
   return jax.tree_util.tree_map(lambda x, y: jnp.where(c, x, y), a, b)
 
@@ -170,15 +166,17 @@ def _project_origin_plane(v1, v2, v3):
   """projectOriginPlane: (projection of the origin on the plane, failed)."""
   d21, d31, d32 = v2 - v1, v3 - v1, v3 - v2
 
-  def attempt(n, p):
+  def attempt(a, b, p):
+    n = jnp.cross(a, b)
     nv, nn = jnp.dot(n, p), jnp.dot(n, n)
     return n * _div(nv, nn), nn == 0, (nv != 0) & (nn > MINVAL)
 
-  r1, z1, ok1 = attempt(jnp.cross(d32, d21), v2)
-  r2, z2, ok2 = attempt(jnp.cross(d21, d31), v1)
-  r3, _, _ = attempt(jnp.cross(d31, d32), v3)
-  res = jnp.where(ok1, r1, jnp.where(ok2, r2, r3))
-  fail = z1 | (~ok1 & z2)
+  # C's three attempts in turn, computed as one (vmap: a third of the program)
+  r, z, ok = jax.vmap(attempt)(
+    jnp.stack([d32, d21, d31]), jnp.stack([d21, d31, d32]), jnp.stack([v2, v1, v3])
+  )
+  res = jnp.where(ok[0], r[0], jnp.where(ok[1], r[1], r[2]))
+  fail = z[0] | (~ok[0] & z[1])
   return res, fail
 
 
@@ -203,30 +201,39 @@ def _closest(lams: jax.Array, pts: jax.Array, valid: jax.Array) -> jax.Array:
   return lams[jnp.argmin(d)]
 
 
+# the coordinate pairs (i, j) of the three minors M14, M24, M34 of S2D and triAffineCoord
+_MINOR_I, _MINOR_J = np.array([1, 0, 0]), np.array([2, 2, 1])
+
+
+def _planar(s1, s2, s3, p):
+  """S2D's and triAffineCoord's projection of triangle s1 s2 s3 and point p on the coordinate
+  plane where the triangle is largest: (its signed area m_max, the signed areas (3,) of p with
+  the edges s2 s3, s3 s1, s1 s2). Written on vectors of the three cases C spells out one by one
+  (the same products and sums in the same order)."""
+  i, j = _MINOR_I, _MINOR_J
+  m = s2[i] * s3[j] - s2[j] * s3[i] - s1[i] * s3[j] + s1[j] * s3[i] + s1[i] * s2[j] - s1[j] * s2[i]
+  mu = jnp.abs(m)
+  c1 = (mu[0] >= mu[1]) & (mu[0] >= mu[2])
+  c2 = ~c1 & (mu[1] >= mu[2])
+  m_max = jnp.where(c1, m[0], jnp.where(c2, m[1], m[2]))
+  xy = jnp.stack([jnp.where(c1, 1, 0), jnp.where(c1 | c2, 2, 1)])
+  a1, a2, a3, q = jnp.stack([s1, s2, s3, p])[:, xy]
+  a, b = jnp.stack([a2, a3, a1]), jnp.stack([a3, a1, a2])
+  c = (
+    q[0] * a[:, 1]
+    + q[1] * b[:, 0]
+    + a[:, 0] * b[:, 1]
+    - q[0] * b[:, 1]
+    - q[1] * a[:, 0]
+    - b[:, 0] * a[:, 1]
+  )
+  return m_max, c
+
+
 def _s2d(s1, s2, s3):
   """S2D: barycentric coordinates (3,) of the point of triangle s1 s2 s3 closest to the origin."""
   p_o, fail = _project_origin_plane(s1, s2, s3)
-  m14 = (
-    s2[1] * s3[2] - s2[2] * s3[1] - s1[1] * s3[2] + s1[2] * s3[1] + s1[1] * s2[2] - s1[2] * s2[1]
-  )
-  m24 = (
-    s2[0] * s3[2] - s2[2] * s3[0] - s1[0] * s3[2] + s1[2] * s3[0] + s1[0] * s2[2] - s1[2] * s2[0]
-  )
-  m34 = (
-    s2[0] * s3[1] - s2[1] * s3[0] - s1[0] * s3[1] + s1[1] * s3[0] + s1[0] * s2[1] - s1[1] * s2[0]
-  )
-  mu1, mu2, mu3 = jnp.abs(m14), jnp.abs(m24), jnp.abs(m34)
-  c1 = (mu1 >= mu2) & (mu1 >= mu3)
-  c2 = ~c1 & (mu2 >= mu3)
-  m_max = jnp.where(c1, m14, jnp.where(c2, m24, m34))
-  ix = jnp.where(c1, 1, 0)
-  iy = jnp.where(c1 | c2, 2, 1)
-  a1, a2, a3, p = (jnp.stack([s[ix], s[iy]]) for s in (s1, s2, s3, p_o))
-
-  def area(p, a, b):
-    return p[0] * a[1] + p[1] * b[0] + a[0] * b[1] - p[0] * b[1] - p[1] * a[0] - b[0] * a[1]
-
-  c = jnp.stack([area(p, a2, a3), area(p, a3, a1), area(p, a1, a2)])
+  m_max, c = _planar(s1, s2, s3, p_o)
   comp = _same_sign(m_max, c)
   inside = jnp.all(comp)
   lam_in = _div(c, m_max)
@@ -247,6 +254,10 @@ def _s2d(s1, s2, s3):
   return jnp.where(fail, cands[2], lam)
 
 
+_ROWS4 = np.arange(4)[:, None]
+_INSERT0 = np.array([[3, 0, 1, 2], [0, 3, 1, 2], [0, 1, 3, 2], [0, 1, 2, 3]])
+
+
 def _s3d(s1, s2, s3, s4):
   """S3D: barycentric coordinates (4,) of the point of tetrahedron s1..s4 closest to the origin."""
   c = jnp.stack([-_det3(s2, s3, s4), _det3(s1, s3, s4), -_det3(s1, s2, s4), _det3(s1, s2, s3)])
@@ -257,7 +268,8 @@ def _s3d(s1, s2, s3, s4):
   tris = jnp.stack([jnp.stack(t) for t in ((s2, s3, s4), (s1, s3, s4), (s1, s2, s4), (s1, s2, s3))])
   lam = jax.vmap(lambda t: _s2d(t[0], t[1], t[2]))(tris)  # (4, 3)
   pts = jnp.einsum('ij,ijk->ik', lam, tris)
-  cands = jnp.stack([jnp.insert(lam[i], i, 0.0) for i in range(4)])
+  # face i's coordinates with a zero for the vertex it lacks (a static gather)
+  cands = jnp.concatenate([lam, jnp.zeros((4, 1), lam.dtype)], axis=1)[_ROWS4, _INSERT0]
   lam_out = _closest(cands, pts, ~comp)
   return jnp.where(inside, lam_in, lam_out)
 
@@ -366,6 +378,31 @@ def gjk_scan(
   )
 
 
+def gjk_two(
+  objs: Callable[[jax.Array], tuple[Obj, Obj]],
+  kmax: int,
+  tol: jax.Array,
+  discrete: jax.Array,
+  cutoff: jax.Array,
+  early: bool = False,
+) -> tuple[_Gjk, _Gjk]:
+  """Two gjk_scan runs as one program: run i on the objects objs(i == 1), with discrete[i] and
+  dist_cutoff cutoff[i] (get_dist; a run without it is one with cutoff 0, since lower > 0
+  implies lower >= 0). mjc_ccd's GJK on the bare cores and on the inflated geoms, traced and
+  compiled once (vmap over the two runs) instead of twice."""
+
+  def run(core, disc, cut):
+    o1, o2 = objs(core)
+    return gjk_scan(o1, o2, kmax, tol, disc, True, cut, early)
+
+  out = jax.vmap(run)(jnp.array([False, True]), discrete, cutoff)
+  return _gjk_lane(out, 0), _gjk_lane(out, 1)
+
+
+def _gjk_lane(g: _Gjk, i: int) -> _Gjk:
+  return jax.tree_util.tree_map(lambda x: x[i], g)
+
+
 # ---------------------------------------------- EPA ----------------------------------------------
 
 
@@ -419,13 +456,11 @@ def _new_poly(nv: int, nf: int, verts: Verts, center: jax.Array, faces, adjs) ->
   fverts[:nf0] = faces
   fadj = np.zeros((nf, 3), np.int32)
   fadj[:nf0] = adjs
-  fv, fd2 = [], []
-  for a, b, c in faces:
-    v, d2 = _attach(verts.vert, center, a, b, c)
-    fv.append(v)
-    fd2.append(d2)
-  fv = jnp.concatenate([jnp.stack(fv), jnp.zeros((nf - nf0, 3))])
-  fd2 = jnp.concatenate([jnp.stack(fd2), jnp.zeros(nf - nf0)])
+  # every face's attachFace at once
+  fa = jnp.asarray(np.asarray(faces, np.int32))
+  fv, fd2 = jax.vmap(lambda a, b, c: _attach(verts.vert, center, a, b, c))(*fa.T)
+  fv = jnp.concatenate([fv, jnp.zeros((nf - nf0, 3), fv.dtype)])
+  fd2 = jnp.concatenate([fd2, jnp.zeros(nf - nf0, fd2.dtype)])
   live = jnp.arange(nf) < nf0
   return _Poly(
     allv,
@@ -450,25 +485,8 @@ _TET_ADJ = ((1, 3, 2), (2, 3, 0), (0, 3, 1), (2, 0, 1))
 
 def _tri_affine(v1, v2, v3, p):
   """triAffineCoord: affine coordinates (3,) of p on triangle v1 v2 v3."""
-  m14 = (
-    v2[1] * v3[2] - v2[2] * v3[1] - v1[1] * v3[2] + v1[2] * v3[1] + v1[1] * v2[2] - v1[2] * v2[1]
-  )
-  m24 = (
-    v2[0] * v3[2] - v2[2] * v3[0] - v1[0] * v3[2] + v1[2] * v3[0] + v1[0] * v2[2] - v1[2] * v2[0]
-  )
-  m34 = (
-    v2[0] * v3[1] - v2[1] * v3[0] - v1[0] * v3[1] + v1[1] * v3[0] + v1[0] * v2[1] - v1[1] * v2[0]
-  )
-  mu1, mu2, mu3 = jnp.abs(m14), jnp.abs(m24), jnp.abs(m34)
-  c1 = (mu1 >= mu2) & (mu1 >= mu3)
-  c2 = ~c1 & (mu2 >= mu3)
-  m_max = jnp.where(c1, m14, jnp.where(c2, m24, m34))
-  x = jnp.where(c1, 1, 0)
-  y = jnp.where(c1 | c2, 2, 1)
-  c31 = p[x] * v2[y] + p[y] * v3[x] + v2[x] * v3[y] - p[x] * v3[y] - p[y] * v2[x] - v3[x] * v2[y]
-  c32 = p[x] * v3[y] + p[y] * v1[x] + v3[x] * v1[y] - p[x] * v1[y] - p[y] * v3[x] - v1[x] * v3[y]
-  c33 = p[x] * v1[y] + p[y] * v2[x] + v1[x] * v2[y] - p[x] * v2[y] - p[y] * v1[x] - v2[x] * v1[y]
-  return jnp.stack([_div(c31, m_max), _div(c32, m_max), _div(c33, m_max)])
+  m_max, c = _planar(v1, v2, v3, p)
+  return _div(c, m_max)
 
 
 def _tri_point(v1, v2, v3, p):
@@ -484,13 +502,13 @@ def _same_side(p0, p1, p2, p3):
   return ((d1 > 0) & (d2 > 0)) | ((d1 < 0) & (d2 < 0))
 
 
+# testTetra's four sameSide tests: the vertices in cyclic order from each one
+_CYCLIC4 = np.array([[0, 1, 2, 3], [1, 2, 3, 0], [2, 3, 0, 1], [3, 0, 1, 2]])
+
+
 def _test_tetra(p0, p1, p2, p3):
-  return (
-    _same_side(p0, p1, p2, p3)
-    & _same_side(p1, p2, p3, p0)
-    & _same_side(p2, p3, p0, p1)
-    & _same_side(p3, p0, p1, p2)
-  )
+  p = jnp.stack([p0, p1, p2, p3])[_CYCLIC4]  # (4 tests, 4 points, 3)
+  return jnp.all(jax.vmap(_same_side)(p[:, 0], p[:, 1], p[:, 2], p[:, 3]))
 
 
 def _polytope3(o1, o2, tri: Verts, nv: int, nf: int) -> tuple[_Poly, jax.Array]:
@@ -499,11 +517,10 @@ def _polytope3(o1, o2, tri: Verts, nv: int, nf: int) -> tuple[_Poly, jax.Array]:
   center = (v1 + v2 + v3) * (1.0 / 3.0)
   n = jnp.cross(v2 - v1, v3 - v1)
   n_norm = _norm(n)
-  s5 = _epa_support(o1, o2, -n, n_norm)
-  s4 = _epa_support(o1, o2, n, n_norm)
-  verts = jax.tree_util.tree_map(
-    lambda a, b, c: jnp.concatenate([a, b[None], c[None]]), tri, s5, s4
-  )
+  # s5 (along -n) and s4 (along n) as one support call
+  s54 = jax.vmap(lambda d: _epa_support(o1, o2, d, n_norm))(jnp.stack([-n, n]))
+  s5, s4 = _vget(s54, 0), _vget(s54, 1)
+  verts = jax.tree_util.tree_map(lambda a, b: jnp.concatenate([a, b]), tri, s54)
   pt = _new_poly(nv, nf, verts, center, _HEX3, _HEX_ADJ)
   ok = n_norm >= MINVAL
   ok &= ~_tri_point(v1, v2, v3, s4.vert) & ~_tri_point(v1, v2, v3, s5.vert)
@@ -555,8 +572,8 @@ def polytope(o1, o2, g: _Gjk, nv: int, nf: int) -> tuple[_Poly, jax.Array]:
   rot = _rotmat(diff)
   d2 = rot @ d1
   d3 = rot @ d2
-  sup = [_epa_support(o1, o2, d, _norm(d)) for d in (d1, d2, d3)]
-  s2 = _vstack([_vget(simplex, 0), _vget(simplex, 1), *sup])
+  sup = jax.vmap(lambda d: _epa_support(o1, o2, d, _norm(d)))(jnp.stack([d1, d2, d3]))
+  s2 = jax.tree_util.tree_map(lambda a, b: jnp.concatenate([a[:2], b]), simplex, sup)
   pt2 = _new_poly(nv, nf, s2, (v1 + v2) * 0.5, _HEX2, _HEX_ADJ)
   j2, bad2 = _first_bad(pt2.fdist2[:6], MINVAL2)
   ok2 = _ray_triangle(*s2.vert)
@@ -736,6 +753,23 @@ def _obj(info: GeomInfo, gtype, margin: jax.Array, shrink: bool = False) -> Obj:
   return Obj(sup, info.pos)
 
 
+def _obj_lane(info: GeomInfo, gtype, margin: jax.Array, core: jax.Array) -> Obj:
+  """_obj(info, gtype, margin) where core is false, _obj(info, gtype, 0, shrink=True) where it
+  is true (traced: gjk_two's choice between its runs)."""
+  mg = jnp.where(core, 0.0, margin)
+  if isinstance(gtype, (int, np.integer)) and int(gtype) not in (_S, _C):
+    return Obj(lambda d: sp.support(info, gtype, d, mg), info.pos)
+
+  def sup(d):
+    full = sp.support(info, gtype, d, mg)
+    line = sp.line_support(info, d)
+    sphere, capsule = core & (gtype == _S), core & (gtype == _C)
+    p = jnp.where(sphere, info.pos, jnp.where(capsule, line[0], full[0]))
+    return p, jnp.where(core & _isin(gtype, (_S, _C)), -1, full[1])
+
+  return Obj(sup, info.pos)
+
+
 class _Ccd(NamedTuple):
   ok: jax.Array  # bool: a penetration (of the margin-inflated geoms) was found
   dist: jax.Array  # signed distance of the inflated geoms (< 0 when ok)
@@ -766,22 +800,29 @@ def _penetration_gjk(
 ) -> _Cores:
   """GJK of mjc_ccd (dist_cutoff 0): whether EPA is needed, and the contact when it is not."""
   round1, round2 = _isin(t1, (_S, _C)), _isin(t2, (_S, _C))
-  g = None
-  if (round1 | round2) is not True:
-    discrete = jnp.asarray(_isin(t1, (_B, _M)) & _isin(t2, (_B, _M))) & (margin == 0)
-    o1, o2 = _obj(g1, t1, margin), _obj(g2, t2, margin)
-    g = gjk_scan(o1, o2, kmax, tol, discrete, False, jnp.array(0.0), early)
-
   # MuJoCo 4 first runs GJK distance on the bare geoms (spheres and capsules shrunk to a point
   # and a segment, margins removed) and inflates its witness points; only when those cores
   # overlap does it fall back to GJK + EPA on the full, margin-inflated geoms
   shrink = jnp.asarray(round1 | round2) | (margin > 0)
   fm1 = jnp.where(round1, g1.size[0], 0.0) + 0.5 * margin
   fm2 = jnp.where(round2, g2.size[0], 0.0) + 0.5 * margin
-  c1 = _obj(g1, t1, 0.0, shrink=True)
-  c2 = _obj(g2, t2, 0.0, shrink=True)
   bare = jnp.asarray(_isin(t1, (_B, _M)) & _isin(t2, (_B, _M)))
-  gd = gjk_scan(c1, c2, kmax, tol, bare, True, fm1 + fm2, early)
+  g = None
+  if (round1 | round2) is not True:
+    # both GJK runs (the inflated geoms, EPA's start, and the cores) as one program
+    discrete = jnp.asarray(_isin(t1, (_B, _M)) & _isin(t2, (_B, _M))) & (margin == 0)
+    g, gd = gjk_two(
+      lambda core: (_obj_lane(g1, t1, margin, core), _obj_lane(g2, t2, margin, core)),
+      kmax,
+      tol,
+      jnp.stack([discrete, bare]),
+      jnp.stack([jnp.zeros_like(fm1), fm1 + fm2]),
+      early,
+    )
+  else:
+    c1 = _obj(g1, t1, 0.0, shrink=True)
+    c2 = _obj(g2, t2, 0.0, shrink=True)
+    gd = gjk_scan(c1, c2, kmax, tol, bare, True, fm1 + fm2, early)
   n = normalize3(gd.x2 - gd.x1)
   dist = gd.dist - (fm1 + fm2)
   use = shrink & (gd.dist > tol)
@@ -1225,9 +1266,15 @@ def _distance_gjk(
     return _DistGjk(g, _needs_epa(g, tol), g.dist, g.x1, g.x2, g.dist < _max_limit(g.dist))
   fm1 = jnp.where(round1, g1.size[0], 0.0)
   fm2 = jnp.where(round2, g2.size[0], 0.0)
-  c1, c2 = _obj(g1, t1, 0.0, shrink=True), _obj(g2, t2, 0.0, shrink=True)
-  gd = gjk_scan(c1, c2, kmax, tol, discrete, True, distmax + fm1 + fm2, early)
-  g = gjk_scan(o1, o2, kmax, tol, discrete, True, distmax, early)
+  zero = jnp.zeros_like(distmax)
+  g, gd = gjk_two(
+    lambda core: (_obj_lane(g1, t1, zero, core), _obj_lane(g2, t2, zero, core)),
+    kmax,
+    tol,
+    jnp.stack([discrete, discrete]),
+    jnp.stack([distmax, distmax + fm1 + fm2]),
+    early,
+  )
   top = _max_limit(g.dist)
   n = normalize3(gd.x2 - gd.x1)
   cdist = gd.dist - (fm1 + fm2)

@@ -101,27 +101,45 @@ def _penetration(
   # the prism counts as a discrete shape: EPA on vertex ids against boxes and meshes
   discrete = jnp.asarray(_isin(gtype, (GeomType.BOX, GeomType.MESH))) & (margin == 0)
   nv, nf = 5 + kmax, 6 * kmax
-  gk = convex.gjk_scan(o1, o2, kmax, tol, discrete, False, jnp.zeros_like(margin), early)
+  rounded = _isin(gtype, (GeomType.SPHERE, GeomType.CAPSULE))
+  # spheres and capsules shrink to their centre or segment: GJK distance, then inflate
+  fm = g.size[0] + half
+  if rounded is False:
+    gk = convex.gjk_scan(o1, o2, kmax, tol, discrete, False, jnp.zeros_like(margin), early)
+  else:
+    if isinstance(gtype, (int, np.integer)):
+      core = sp.point_support if gtype == GeomType.SPHERE else sp.line_support
+    else:
+
+      def core(info, d):
+        line = sp.line_support(info, d)
+        return jnp.where(gtype == GeomType.SPHERE, info.pos, line[0]), line[1]
+
+    def objs(lane):
+      """The inflated geom (lane false) or its core (lane true)."""
+
+      def sup(d):
+        full, bare = o2.support(d), core(g, d)
+        return jnp.where(lane, bare[0], full[0]), jnp.where(lane, bare[1], full[1])
+
+      return o1, convex.Obj(sup, g.pos)
+
+    # GJK on the inflated geom (EPA's start) and on the core, as one program
+    gk, gd = convex.gjk_two(
+      objs,
+      kmax,
+      tol,
+      jnp.stack([discrete, jnp.array(False)]),
+      jnp.stack([jnp.zeros_like(fm), fm]),
+      early,
+    )
   run_epa = (gk.dist <= tol) & (gk.nsimplex > 1) & ~gk.separated
   pt, ok = convex.polytope(o1, o2, gk, nv, nf)
   pt, face, found = convex.epa_scan(o1, o2, pt, kmax, tol, discrete, early)
   x1, x2, dist = convex.epa_witness(pt, jnp.maximum(face, 0))
   hit = run_epa & ok & found & (dist < 0)
-  rounded = _isin(gtype, (GeomType.SPHERE, GeomType.CAPSULE))
   if rounded is False:
     return hit, dist, x1, x2
-  # spheres and capsules shrink to their centre or segment: GJK distance, then inflate
-  fm = g.size[0] + half
-  if isinstance(gtype, (int, np.integer)):
-    core = sp.point_support if gtype == GeomType.SPHERE else sp.line_support
-  else:
-
-    def core(info, d):
-      line = sp.line_support(info, d)
-      return jnp.where(gtype == GeomType.SPHERE, info.pos, line[0]), line[1]
-
-  o2c = convex.Obj(lambda d: core(g, d), g.pos)
-  gd = convex.gjk_scan(o1, o2c, kmax, tol, jnp.array(False), True, fm, early)
   n = convex.normalize3(gd.x2 - gd.x1)
   shallow = rounded & (gd.dist > tol)
   sdist = gd.dist - fm
