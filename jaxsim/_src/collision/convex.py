@@ -753,9 +753,9 @@ def _obj(info: GeomInfo, gtype, margin: jax.Array, shrink: bool = False) -> Obj:
   return Obj(sup, info.pos)
 
 
-def _obj_lane(info: GeomInfo, gtype, margin: jax.Array, core: jax.Array) -> Obj:
+def obj_lane(info: GeomInfo, gtype, margin: jax.Array, core: jax.Array) -> Obj:
   """_obj(info, gtype, margin) where core is false, _obj(info, gtype, 0, shrink=True) where it
-  is true (traced: gjk_two's choice between its runs)."""
+  is true (traced: gjk_two's choice between its runs; also the height field's geom side)."""
   mg = jnp.where(core, 0.0, margin)
   if isinstance(gtype, (int, np.integer)) and int(gtype) not in (_S, _C):
     return Obj(lambda d: sp.support(info, gtype, d, mg), info.pos)
@@ -812,7 +812,7 @@ def _penetration_gjk(
     # both GJK runs (the inflated geoms, EPA's start, and the cores) as one program
     discrete = jnp.asarray(_isin(t1, (_B, _M)) & _isin(t2, (_B, _M))) & (margin == 0)
     g, gd = gjk_two(
-      lambda core: (_obj_lane(g1, t1, margin, core), _obj_lane(g2, t2, margin, core)),
+      lambda core: (obj_lane(g1, t1, margin, core), obj_lane(g2, t2, margin, core)),
       kmax,
       tol,
       jnp.stack([discrete, bare]),
@@ -1268,7 +1268,7 @@ def _distance_gjk(
   fm2 = jnp.where(round2, g2.size[0], 0.0)
   zero = jnp.zeros_like(distmax)
   g, gd = gjk_two(
-    lambda core: (_obj_lane(g1, t1, zero, core), _obj_lane(g2, t2, zero, core)),
+    lambda core: (obj_lane(g1, t1, zero, core), obj_lane(g2, t2, zero, core)),
     kmax,
     tol,
     jnp.stack([discrete, discrete]),

@@ -107,22 +107,10 @@ def _penetration(
   if rounded is False:
     gk = convex.gjk_scan(o1, o2, kmax, tol, discrete, False, jnp.zeros_like(margin), early)
   else:
-    if isinstance(gtype, (int, np.integer)):
-      core = sp.point_support if gtype == GeomType.SPHERE else sp.line_support
-    else:
-
-      def core(info, d):
-        line = sp.line_support(info, d)
-        return jnp.where(gtype == GeomType.SPHERE, info.pos, line[0]), line[1]
 
     def objs(lane):
       """The inflated geom (lane false) or its core (lane true)."""
-
-      def sup(d):
-        full, bare = o2.support(d), core(g, d)
-        return jnp.where(lane, bare[0], full[0]), jnp.where(lane, bare[1], full[1])
-
-      return o1, convex.Obj(sup, g.pos)
+      return o1, convex.obj_lane(g, gtype, margin, lane)
 
     # GJK on the inflated geom (EPA's start) and on the core, as one program
     gk, gd = convex.gjk_two(
