@@ -330,17 +330,17 @@ def test_hfield_item_limit_overflow():
 def test_map_live_computes_live_items_only():
   """map_live equals vmap(f) masked to the live items (fill elsewhere) under vmap with a
   different live set per world, spanning several chunks; f runs on the live items only; its
-  derivatives (through values f closes over, too) are those of the masked vmap."""
+  derivatives (through its shared values, consts, too) are those of the masked vmap."""
   xs = jnp.linspace(-2.0, 3.0, 23)
   lives = jnp.stack([xs > 0.5, jnp.arange(23) % 4 == 1, jnp.zeros(23, bool)])
   calls = []
 
-  def run(s, live):
-    def f(x):
-      jax.debug.callback(lambda v: calls.append(v.shape), x)
-      return {'y': jnp.sin(x) * s, 'on': x > 0}
+  def f(x, s):
+    jax.debug.callback(lambda v: calls.append(v.shape), x)
+    return {'y': jnp.sin(x) * s, 'on': x > 0}
 
-    return broadphase.map_live(f, live, xs, {'y': -1.0, 'on': True}, chunk=4)
+  def run(s, live):
+    return broadphase.map_live(f, live, xs, {'y': -1.0, 'on': True}, chunk=4, consts=(s,))
 
   def ref(s, live):
     return {'y': jnp.where(live, jnp.sin(xs) * s, -1.0), 'on': jnp.where(live, xs > 0, True)}
@@ -356,6 +356,11 @@ def test_map_live_computes_live_items_only():
   loss = lambda f: lambda s: jnp.sum(jax.vmap(f, in_axes=(None, 0))(s, lives)['y'] ** 2)  # noqa: E731
   np.testing.assert_allclose(jax.grad(loss(run))(1.5), jax.grad(loss(ref))(1.5), rtol=1e-12)
   np.testing.assert_allclose(jax.jacfwd(loss(run))(1.5), jax.grad(loss(ref))(1.5), rtol=1e-12)
+  # a differentiated value closed over instead of passed in consts raises, never a silent zero
+  closed = lambda s, live: broadphase.map_live(lambda x: f(x, s), live, xs, chunk=4)  # noqa: E731
+  for d in (jax.grad, jax.jacfwd):
+    with pytest.raises(jax.errors.UnexpectedTracerError):
+      d(loss(closed))(1.5)
 
 
 def test_oriented_box_test_keeps_touching_pairs_under_the_limit():

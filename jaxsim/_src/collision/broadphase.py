@@ -10,6 +10,7 @@ counted (Data.warning[mjWARN_CONTACTFULL]).
 
 from __future__ import annotations
 
+import functools
 import math as pymath
 from collections.abc import Callable
 from typing import Any
@@ -173,29 +174,37 @@ def map_live(
   fill: Any = None,
   chunk: int = CHUNK,
   fast: Callable[..., Any] | None = None,
+  *,
+  consts: tuple = (),
 ) -> Any:
-  """vmap(f)(xs) where live (n,), fill elsewhere, computing f only on the live items.
+  """vmap(lambda x: f(x, *consts))(xs) where live (n,), fill elsewhere, computing f only on the
+  live items.
 
-  fill: a pytree like one item of f's output, broadcast (None: zeros). The live items are
-  visited in order, `chunk` at a time, in a while_loop that stops after the last of them:
-  collider calls cost in proportion to the pairs that need them, not to a group's static slots
-  (under vmap, the world with most). A while_loop has no reverse mode, so derivatives are those
-  of the same function computed on every item (custom_jvp). fast: f computed another way (with
-  early-exit loops), used for the live items' values only.
+  f(item, *consts): a function of one item and of consts, the values shared by every item; it
+  must not close over traced values (derivatives flow through xs and consts only, and a
+  closed-over value that is differentiated raises). fill: a pytree like one item of f's output,
+  broadcast (None: zeros). The live items are visited in order, `chunk` at a time, in a
+  while_loop that stops after the last of them: collider calls cost in proportion to the pairs
+  that need them, not to a group's static slots (under vmap, the world with most). A while_loop
+  has no reverse mode, so derivatives are those of the same function computed on every item
+  (custom_jvp). fast: f computed another way (with early-exit loops), used for the live items'
+  values only.
+
+  fast is traced once, over one chunk (a jit whose trace the loop body reuses); f only where the
+  call is differentiated.
   """
   n = live.shape[0]
-  # values f closes over (traced ones included) become explicit arguments of the custom_jvp
-  x0 = jax.tree_util.tree_map(lambda x: x[0], xs)
-  f, consts = jax.closure_convert(f, x0)
-  fast, fconsts = (f, consts) if fast is None else jax.closure_convert(fast, x0)
-  # one item's output shapes (unbatched: evaluating the jaxpr under vmap costs as much as a trace)
-  item = jax.eval_shape(f, x0, *consts)
-  if fill is None:
-    fill = jax.tree_util.tree_map(lambda s: jnp.zeros(s.shape, s.dtype), item)
+  fast = f if fast is None else fast
+  consts = tuple(consts)
 
-  def blank(m: int) -> Any:
+  def fmap(g: Callable, x: Any, c: tuple) -> Any:
+    return jax.vmap(lambda a: g(a, *c))(x)
+
+  def like(shapes: Any, m: int) -> Any:
+    """fill broadcast to m items of the output's shapes (ShapeDtypeStructs or arrays)."""
+    e = jax.tree_util.tree_map(lambda s: 0, shapes) if fill is None else fill
     return jax.tree_util.tree_map(
-      lambda s, e: jnp.broadcast_to(jnp.asarray(e, s.dtype), (m,) + s.shape), item, fill
+      lambda s, v: jnp.broadcast_to(jnp.asarray(v, s.dtype), (m,) + s.shape[1:]), shapes, e
     )
 
   def keep(mask: jax.Array, out: Any, empty: Any) -> Any:
@@ -203,20 +212,20 @@ def map_live(
       lambda o, e: jnp.where(mask.reshape(mask.shape + (1,) * (o.ndim - 1)), o, e), out, empty
     )
 
-  def fmap(x: Any, consts: tuple, g: Callable = f) -> Any:
-    return jax.vmap(lambda a: g(a, *consts))(x)
-
-  def every(xs: Any, live: jax.Array, consts: tuple, fconsts: tuple = ()) -> Any:
-    del fconsts
-    return keep(live, fmap(xs, consts), blank(n))
+  def every(xs: Any, live: jax.Array, consts: tuple) -> Any:
+    out = fmap(f, xs, consts)
+    return keep(live, out, like(out, n))
 
   if n == 0:
-    return every(xs, live, tuple(consts))
+    return every(xs, live, consts)
   # a small group is one chunk, skipped whole when none of its items is live
   chunk = min(chunk, n)
+  # one chunk's program: traced here for its output shapes (the loop's buffer), then found in
+  # jit's trace cache by the loop body (same function, same shapes)
+  on_chunk = jax.jit(functools.partial(fmap, fast))
+  shapes = jax.eval_shape(on_chunk, jax.tree_util.tree_map(lambda a: a[:chunk], xs), consts)
 
-  def visit(xs: Any, live: jax.Array, consts: tuple, fconsts: tuple) -> Any:
-    del consts
+  def visit(xs: Any, live: jax.Array, consts: tuple) -> Any:
     nchunk = -(-n // chunk)
     order = partition(live)
     order = jnp.concatenate([order, jnp.zeros(nchunk * chunk - n, jnp.int32)])
@@ -225,20 +234,20 @@ def map_live(
     def body(c):
       i, out = c
       ids = jax.lax.dynamic_slice_in_dim(order, i * chunk, chunk)
-      y = fmap(jax.tree_util.tree_map(lambda a: a[ids], xs), fconsts, fast)
-      y = keep(i * chunk + jnp.arange(chunk) < count, y, blank(chunk))
+      y = on_chunk(jax.tree_util.tree_map(lambda a: a[ids], xs), consts)
+      y = keep(i * chunk + jnp.arange(chunk) < count, y, like(shapes, chunk))
       out = jax.tree_util.tree_map(
         lambda o, a: jax.lax.dynamic_update_slice_in_dim(o, a, i * chunk, 0), out, y
       )
       return i + 1, out
 
-    init = (jnp.zeros((), jnp.int32), blank(nchunk * chunk))
+    init = (jnp.zeros((), jnp.int32), like(shapes, nchunk * chunk))
     _, out = jax.lax.while_loop(lambda c: c[0] * chunk < count, body, init)
     # back from visiting order to item order
     return jax.tree_util.tree_map(
-      lambda o, e: e.at[order[:n]].set(o[:n], unique_indices=True), out, blank(n)
+      lambda o, e: e.at[order[:n]].set(o[:n], unique_indices=True), out, like(shapes, n)
     )
 
   run = jax.custom_jvp(visit)
   run.defjvp(lambda p, t: jax.jvp(every, p, t))
-  return run(xs, live, tuple(consts), tuple(fconsts))
+  return run(xs, live, consts)

@@ -11,6 +11,7 @@ cylinder caps as 16-gons) against each other or against an edge in fixed-size bu
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -1195,41 +1196,53 @@ def collide_convex_group(
       vert=verts.vert[i], hull_vert=verts.hull_vert[i], hull_id=verts.hull_id[i]
     ), poly
 
-  def gjk(a, b, mg, u1, u2, early=False):
-    a, b = mesh(a, verts1, None)[0], mesh(b, verts2, None)[0]
+  # the items' shared values (traced where the model is): map_live's consts, not closed over
+  shared = (verts1, verts2, poly1, poly2, tol)
+
+  def gjk(x, v1, v2, q1, q2, tol, early=False):
+    a, b, mg, u1, u2 = x
+    a, b = mesh(a, v1, None)[0], mesh(b, v2, None)[0]
     return _penetration_gjk(a, b, *ty(u1, u2), mg, kmax, tol, early)
 
-  def epa(a, b, mg, g, u1, u2, early=False):
-    a, b = mesh(a, verts1, None)[0], mesh(b, verts2, None)[0]
+  def epa(x, v1, v2, q1, q2, tol, early=False):
+    a, b, mg, g, u1, u2 = x
+    a, b = mesh(a, v1, None)[0], mesh(b, v2, None)[0]
     return _penetration_epa(a, b, *ty(u1, u2), mg, kmax, tol, g, early)
 
   live = jnp.ones(n, bool) if live is None else live
   # the primal runs GJK and EPA until they converge; derivatives come from the fixed-length
   # loops (the same values: their states are frozen from there on)
   cores = broadphase.map_live(
-    lambda a: gjk(*a), live, (g1, g2, margin, t1, t2), fast=lambda a: gjk(*a, early=True)
+    gjk,
+    live,
+    (g1, g2, margin, t1, t2),
+    fast=functools.partial(gjk, early=True),
+    consts=shared,
   )
   # the first nepa pairs that need EPA
   epa_on, overflow = broadphase.first(cores.need & live, nepa)
   e = broadphase.map_live(
-    lambda a: epa(*a),
+    epa,
     epa_on,
     (g1, g2, margin, cores.g, t1, t2),
-    fast=lambda a: epa(*a, early=True),
+    fast=functools.partial(epa, early=True),
+    consts=shared,
   )
   c0 = jax.vmap(_merge)(cores, e)
 
-  def fin(a, b, c, mg, u1, u2, early=False):
-    (a, p1), (b, p2) = mesh(a, verts1, poly1), mesh(b, verts2, poly2)
+  def fin(x, v1, v2, q1, q2, tol, early=False):
+    a, b, c, mg, u1, u2 = x
+    (a, p1), (b, p2) = mesh(a, v1, q1), mesh(b, v2, q2)
     return _finish(a, b, *ty(u1, u2), c, mg, ncon, static, p1, p2, early)
 
   empty = Contacts(jnp.full(ncon, NO_CONTACT), jnp.zeros((ncon, 3)), jnp.eye(3))
   out = broadphase.map_live(
-    lambda a: fin(*a),
+    fin,
     c0.ok & live,
     (g1, g2, c0, margin, t1, t2),
     empty,
-    fast=lambda a: fin(*a, early=True),
+    fast=functools.partial(fin, early=True),
+    consts=shared,
   )
   return out, overflow
 
@@ -1347,18 +1360,29 @@ def distance_group(
     i = a.mesh
     return a._replace(vert=verts.vert[i], hull_vert=verts.hull_vert[i], hull_id=verts.hull_id[i])
 
-  def gjk(a, b, dm, u1, u2, early=False):
-    return _distance_gjk(mesh(a, verts1), mesh(b, verts2), *ty(u1, u2), dm, kmax, tol, early)
+  def gjk(x, v1, v2, tol, early=False):
+    a, b, dm, u1, u2 = x
+    return _distance_gjk(mesh(a, v1), mesh(b, v2), *ty(u1, u2), dm, kmax, tol, early)
 
-  def epa(a, b, g, u1, u2, early=False):
-    return _distance_epa(mesh(a, verts1), mesh(b, verts2), *ty(u1, u2), kmax, tol, g, early)
+  def epa(x, v1, v2, tol, early=False):
+    a, b, g, u1, u2 = x
+    return _distance_epa(mesh(a, v1), mesh(b, v2), *ty(u1, u2), kmax, tol, g, early)
 
   live = jnp.ones(n, bool)
+  shared = (verts1, verts2, tol)
   st = broadphase.map_live(
-    lambda a: gjk(*a), live, (g1, g2, distmax, t1, t2), fast=lambda a: gjk(*a, early=True)
+    gjk,
+    live,
+    (g1, g2, distmax, t1, t2),
+    fast=functools.partial(gjk, early=True),
+    consts=shared,
   )
   dist, x1, x2, has_x = broadphase.map_live(
-    lambda a: epa(*a), st.need, (g1, g2, st.g, t1, t2), fast=lambda a: epa(*a, early=True)
+    epa,
+    st.need,
+    (g1, g2, st.g, t1, t2),
+    fast=functools.partial(epa, early=True),
+    consts=shared,
   )
   need = st.need[:, None]
   dist = jnp.where(st.need, dist, st.dist)

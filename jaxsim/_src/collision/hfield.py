@@ -10,6 +10,7 @@ kept in MuJoCo's (row, column, triangle) order.
 
 from __future__ import annotations
 
+import functools
 import math as pymath
 from typing import NamedTuple
 
@@ -293,13 +294,17 @@ def collide_hfield_group(
   pair = jnp.arange(n * npr, dtype=jnp.int32) // npr
   types = jnp.zeros(n, jnp.int32) if static else gtype
 
-  def pen(x, early=False):
+  def pen(x, gl, margin, tol, early=False):
     p, k, t = x
     gk = jax.tree_util.tree_map(lambda a: a[k], gl)
     return _penetration(p, gk, gtype if static else t, margin[k], kmax, tol, early)
 
   res = broadphase.map_live(
-    pen, on, (prisms.reshape(-1, 6, 3), pair, types[pair]), fast=lambda x: pen(x, early=True)
+    pen,
+    on,
+    (prisms.reshape(-1, 6, 3), pair, types[pair]),
+    fast=functools.partial(pen, early=True),
+    consts=(gl, margin, tol),
   )
 
   def back(x):
