@@ -16,6 +16,7 @@ import sys
 
 import jax
 import jax.numpy as jnp
+import mujoco
 import numpy as np
 import pytest
 
@@ -84,9 +85,21 @@ def test_bitwise_run_to_run():
 
 @pytest.fixture(scope='module')
 def states():
-  """20 steps of 64 worlds, then one forward of worlds 0-6 at batch 1, 7 and 64."""
+  """64 in-contact states (MuJoCo's, after 20 steps of random controls from random velocities:
+  the states' origin does not matter here, and it saves compiling a batched step), then one
+  forward of worlds 0-6 at batch 1, 7 and 64."""
   m = jaxsim.load_string(XML)
-  qpos, qvel, _, _ = trajectory(m, 64, 20)
+  mj = mujoco.MjModel.from_xml_string(XML)
+  md = mujoco.MjData(mj)
+  rng = np.random.default_rng(0)
+  qpos, qvel = np.zeros((64, mj.nq)), np.zeros((64, mj.nv))
+  for k in range(64):
+    mujoco.mj_resetData(mj, md)
+    md.qvel[:] = rng.normal(size=mj.nv) * 0.5
+    for _ in range(20):
+      md.ctrl[:] = rng.uniform(-1, 1, mj.nu)
+      mujoco.mj_step(mj, md)
+    qpos[k], qvel[k] = md.qpos, md.qvel
   d0 = jaxsim.make_data(m)
   d = jax.vmap(lambda p, v: d0.replace(qpos=p, qvel=v))(qpos, qvel)
   fwd = jax.jit(jax.vmap(jaxsim.forward, in_axes=(None, 0)))

@@ -134,6 +134,40 @@ def test_setconst_field(pair, field):
   _close(field, getattr(m, field), getattr(mj, field))
 
 
+_MEMO_XML = """<mujoco><worldbody><body><joint name="j" type="hinge" axis="0 1 0"/>
+<geom type="capsule" fromto="0 0 0 .3 0 0" size=".04" mass="{}"/></body></worldbody>
+<actuator><motor joint="j" gear="2"/></actuator></mujoco>"""
+
+
+def test_a_model_loaded_again_skips_the_qpos0_pass(monkeypatch):
+  """Loading a model built before in this process reuses its mj_setConst results: the same
+  constants as the first load and as MuJoCo's, while a model that differs in one mass gets its
+  own (and the memo keeps no more than QPOS0_MEMO models)."""
+  from jaxsim._src import model as model_module  # the module whose pass is counted
+
+  calls = []
+  run = model_module.set_const
+  monkeypatch.setattr(model_module, 'set_const', lambda c: calls.append(1) or run(c))
+  # masses no other test loads: the first two loads run the pass
+  a, b = _MEMO_XML.format(1.2345), _MEMO_XML.format(2.3456)
+  first = jaxsim.load_string(a)
+  other = jaxsim.load_string(b)
+  again = jaxsim.load_string(a)
+  assert len(calls) == 2
+  for name in SETCONST:
+    np.testing.assert_array_equal(getattr(again, name), getattr(first, name), err_msg=name)
+    mj = mujoco.MjModel.from_xml_string(a)
+    _close(name, getattr(again, name), getattr(mj, name))
+    mj = mujoco.MjModel.from_xml_string(b)
+    _close(name, getattr(other, name), getattr(mj, name))
+  assert float(other.dof_M0[0]) != float(first.dof_M0[0])
+  calls.clear()
+  for k in range(model_module.QPOS0_MEMO + 1):
+    jaxsim.load_string(_MEMO_XML.format(3.0001 + k))
+  jaxsim.load_string(_MEMO_XML.format(3.0001))  # the oldest, no longer remembered
+  assert len(calls) == model_module.QPOS0_MEMO + 2
+
+
 def test_statistics(pair):
   m, mj = pair
   for k in STATISTICS:

@@ -8,6 +8,12 @@ so that no stale size remains.
 
 from __future__ import annotations
 
+import collections
+import copy
+import hashlib
+import pickle
+from typing import Any
+
 import jax
 import jax.numpy as jnp
 
@@ -17,6 +23,12 @@ from jaxsim._src.enums import ConeType, IntegratorType, JacobianType, SolverType
 from jaxsim._src.setconst import set_const
 from jaxsim._src.types import Data, Model, make_model, static_fields
 from jaxsim._src.types import make_data as _make_data
+
+# A model built before in this process (the same compiled arrays) skips mj_setConst's and
+# mj_setLengthRange's passes, which compile and run programs (2-4 s on a CPU, per load): their
+# results, NumPy arrays, are kept for the last QPOS0_MEMO models built.
+QPOS0_MEMO = 32
+_qpos0_memo: collections.OrderedDict[bytes, dict[str, Any]] = collections.OrderedDict()
 
 
 def make_data(m: Model, keyframe: int | str | None = None) -> Data:
@@ -65,9 +77,16 @@ def build(compiled: dict) -> Model:
     the Model: `jaxsim.build(jaxsim.mjcf.compile_string(xml))` is `jaxsim.load_string(xml)`.
   """
   compiled = dict(compiled)
+  key = _memo_key(compiled)
+  done = _qpos0_memo.get(key) if key is not None else None
   lr_sim = compiled.pop('lengthrange_sim', ())
   lr_opt = compiled.pop('lengthrange_opt', None)
-  compiled.update(set_const(compiled))
+  if done is None:
+    consts = set_const(compiled)
+    fresh = {'setconst': copy.deepcopy(consts)}
+  else:
+    consts = copy.deepcopy(done['setconst'])
+  compiled.update(consts)
   compiled['collision_pairs'] = pairs.candidate_pairs(compiled)
   compiled['nconmax'] = 0
   compiled['nefcmax'] = 0
@@ -76,10 +95,31 @@ def build(compiled: dict) -> Model:
   def model() -> Model:
     return layout.with_layout(make_model(compiled))
 
+  if done is not None:
+    if 'actuator_lengthrange' in done:
+      compiled['actuator_lengthrange'] = copy.deepcopy(done['actuator_lengthrange'])
+    _qpos0_memo.move_to_end(key)
+    return model()
+  done = fresh
   if lr_sim:
     with jax.enable_x64(True):
       compiled['actuator_lengthrange'] = lengthrange.length_range(model(), lr_sim, lr_opt)
+    done['actuator_lengthrange'] = copy.deepcopy(compiled['actuator_lengthrange'])
+  if key is not None:
+    _qpos0_memo[key] = done
+    while len(_qpos0_memo) > QPOS0_MEMO:
+      _qpos0_memo.popitem(last=False)
   return model()
+
+
+def _memo_key(compiled: dict) -> bytes | None:
+  """The compiled arrays' content digest (with the backend the passes run on), or None where
+  they do not pickle (then the model is not remembered)."""
+  try:
+    data = pickle.dumps((jax.default_backend(), compiled), protocol=pickle.HIGHEST_PROTOCOL)
+  except (pickle.PicklingError, TypeError, AttributeError):
+    return None
+  return hashlib.sha256(data).digest()
 
 
 def _relayout(m: Model) -> Model:

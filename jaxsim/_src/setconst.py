@@ -8,6 +8,7 @@ tendon spring lengths, joint springdamper -> stiffness/damping, and the model st
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import jax
@@ -33,12 +34,16 @@ def _position(m: Model, d: Data) -> Data:
 FAST_COMPILE = {'xla_backend_optimization_level': 0, 'xla_llvm_disable_expensive_passes': True}
 
 
+@functools.partial(jax.jit, compiler_options=FAST_COMPILE)
+def _position_at(m: Model, qpos: jax.Array) -> Data:
+  """Data after the position stage at qpos: one program per model structure (models that differ
+  in values only, as a randomised mass, share it)."""
+  return _position(m, make_data(m, ncon=0, nefc=0).replace(qpos=qpos))
+
+
 def _position_fn(m: Model):
-  """qpos -> Data after the position stage, compiled once for this model."""
-  d0 = make_data(m, ncon=0, nefc=0)
-  fn = jax.jit(lambda m, q: _position(m, d0.replace(qpos=q)))
-  compiled = fn.lower(m, m.qpos0).compile(compiler_options=FAST_COMPILE)
-  return lambda qpos: compiled(m, jnp.asarray(qpos, m.qpos0.dtype))
+  """qpos -> Data after the position stage."""
+  return lambda qpos: _position_at(m, jnp.asarray(qpos, m.qpos0.dtype))
 
 
 def body_simple(m: Model) -> np.ndarray:
