@@ -126,8 +126,10 @@ def _local2global(d: Data, body, pos, quat, sameframe):
   xmat = math.quat_to_mat(math.quat_mul(bq, quat))
   xpos = jnp.where(sf == 1, d.xpos[body], jnp.where(sf == 2, d.xipos[body], xpos))
   sf = sf[..., None]
-  xmat = jnp.where(sf % 2 == 1, d.xmat[body], jnp.where(sf % 2 == 0, d.ximat[body], xmat))
-  return xpos, jnp.where(sf == 0, math.quat_to_mat(math.quat_mul(bq, quat)), xmat)
+  # mjSAMEFRAME_BODY and _BODYROT (1, 3) take the body's rotation, _INERTIA and _INERTIAROT
+  # (2, 4) its inertial frame's
+  same = jnp.where(sf % 2 == 1, d.xmat[body], d.ximat[body])
+  return xpos, jnp.where(sf == 0, xmat, same)
 
 
 @math.full_precision
