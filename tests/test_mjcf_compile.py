@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import jaxsim
+from jaxsim._src import model as model_module
 from jaxsim.mjcf.frames import quat_to_mat
 from tests import oracle
 from tests.models import all_models, model_id
@@ -143,8 +144,6 @@ def test_a_model_loaded_again_skips_the_qpos0_pass(monkeypatch):
   """Loading a model built before in this process reuses its mj_setConst results: the same
   constants as the first load and as MuJoCo's, while a model that differs in one mass gets its
   own (and the memo keeps no more than QPOS0_MEMO models)."""
-  from jaxsim._src import model as model_module  # the module whose pass is counted
-
   calls = []
   run = model_module.set_const
   monkeypatch.setattr(model_module, 'set_const', lambda c: calls.append(1) or run(c))
@@ -154,12 +153,11 @@ def test_a_model_loaded_again_skips_the_qpos0_pass(monkeypatch):
   other = jaxsim.load_string(b)
   again = jaxsim.load_string(a)
   assert len(calls) == 2
+  mj_a, mj_b = mujoco.MjModel.from_xml_string(a), mujoco.MjModel.from_xml_string(b)
   for name in SETCONST:
     np.testing.assert_array_equal(getattr(again, name), getattr(first, name), err_msg=name)
-    mj = mujoco.MjModel.from_xml_string(a)
-    _close(name, getattr(again, name), getattr(mj, name))
-    mj = mujoco.MjModel.from_xml_string(b)
-    _close(name, getattr(other, name), getattr(mj, name))
+    _close(name, getattr(again, name), getattr(mj_a, name))
+    _close(name, getattr(other, name), getattr(mj_b, name))
   assert float(other.dof_M0[0]) != float(first.dof_M0[0])
   calls.clear()
   for k in range(model_module.QPOS0_MEMO + 1):

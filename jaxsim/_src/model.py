@@ -78,15 +78,14 @@ def build(compiled: dict) -> Model:
   """
   compiled = dict(compiled)
   key = _memo_key(compiled)
-  done = _qpos0_memo.get(key) if key is not None else None
   lr_sim = compiled.pop('lengthrange_sim', ())
   lr_opt = compiled.pop('lengthrange_opt', None)
-  if done is None:
-    consts = set_const(compiled)
-    fresh = {'setconst': copy.deepcopy(consts)}
-  else:
-    consts = copy.deepcopy(done['setconst'])
-  compiled.update(consts)
+  # the memo holds the passes' own results; each Model gets copies
+  done = _qpos0_memo.get(key) if key is not None else None
+  fresh = done is None
+  if fresh:
+    done = {'setconst': set_const(compiled)}
+  compiled.update(copy.deepcopy(done['setconst']))
   compiled['collision_pairs'] = pairs.candidate_pairs(compiled)
   compiled['nconmax'] = 0
   compiled['nefcmax'] = 0
@@ -95,18 +94,14 @@ def build(compiled: dict) -> Model:
   def model() -> Model:
     return layout.with_layout(make_model(compiled))
 
-  if done is not None:
-    if 'actuator_lengthrange' in done:
-      compiled['actuator_lengthrange'] = copy.deepcopy(done['actuator_lengthrange'])
-    _qpos0_memo.move_to_end(key)
-    return model()
-  done = fresh
-  if lr_sim:
+  if fresh and lr_sim:
     with jax.enable_x64(True):
-      compiled['actuator_lengthrange'] = lengthrange.length_range(model(), lr_sim, lr_opt)
-    done['actuator_lengthrange'] = copy.deepcopy(compiled['actuator_lengthrange'])
+      done['actuator_lengthrange'] = lengthrange.length_range(model(), lr_sim, lr_opt)
+  if 'actuator_lengthrange' in done:
+    compiled['actuator_lengthrange'] = copy.deepcopy(done['actuator_lengthrange'])
   if key is not None:
     _qpos0_memo[key] = done
+    _qpos0_memo.move_to_end(key)
     while len(_qpos0_memo) > QPOS0_MEMO:
       _qpos0_memo.popitem(last=False)
   return model()

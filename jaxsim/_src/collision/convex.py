@@ -1197,14 +1197,14 @@ def collide_convex_group(
     ), poly
 
   # the items' shared values (traced where the model is): map_live's consts, not closed over
-  shared = (verts1, verts2, poly1, poly2, tol)
+  shared = (verts1, verts2, tol)
 
-  def gjk(x, v1, v2, q1, q2, tol, early=False):
+  def gjk(x, v1, v2, tol, early=False):
     a, b, mg, u1, u2 = x
     a, b = mesh(a, v1, None)[0], mesh(b, v2, None)[0]
     return _penetration_gjk(a, b, *ty(u1, u2), mg, kmax, tol, early)
 
-  def epa(x, v1, v2, q1, q2, tol, early=False):
+  def epa(x, v1, v2, tol, early=False):
     a, b, mg, g, u1, u2 = x
     a, b = mesh(a, v1, None)[0], mesh(b, v2, None)[0]
     return _penetration_epa(a, b, *ty(u1, u2), mg, kmax, tol, g, early)
@@ -1242,7 +1242,7 @@ def collide_convex_group(
     (g1, g2, c0, margin, t1, t2),
     empty,
     fast=functools.partial(fin, early=True),
-    consts=shared,
+    consts=(verts1, verts2, poly1, poly2, tol),
   )
   return out, overflow
 
