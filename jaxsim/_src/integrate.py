@@ -306,19 +306,23 @@ def rk4(m: Model, d: Data, forward_fn: Callable[[Model, Data], Data]) -> Data:
   b_coef = (1.0 / 6.0, 1.0 / 3.0, 1.0 / 3.0, 1.0 / 6.0)
   # position slopes: qvel, but on ball and free rotations the Munthe-Kaas correction of the stage
   # angular velocity, dexp^-1 of the stage's rotation (MuJoCo 4: fourth order on orientations)
-  slopes, qaccs, act_dots = [d.qvel], [d.qacc], [d.act_dot]
-  di = d
-  for i in range(3):
+
+  def stage(carry, c):
     # stage i+1 is X[0] '+' h * A[i, i] * F[i] (the tableau is diagonal)
-    c = a_coef[i]
-    dq = c * slopes[i]
+    slope, qacc, act_dot, _ = carry
+    dq = c * slope
     qpos = integrate_pos(m, d.qpos, dq, h)
-    qvel = d.qvel + h * c * qaccs[i]
-    act = d.act + h * c * act_dots[i]
+    qvel = d.qvel + h * c * qacc
+    act = d.act + h * c * act_dot
     di = forward_fn(m, d.replace(qpos=qpos, qvel=qvel, act=act, time=d.time + c * h))
-    slopes.append(_munthe_kaas(m, h * dq, qvel))
-    qaccs.append(di.qacc)
-    act_dots.append(di.act_dot)
+    out = (_munthe_kaas(m, h * dq, qvel), di.qacc, di.act_dot)
+    return (*out, di), out
+
+  # the three stages as one scan: one forward pass in the program, not three (compile time)
+  coef = jnp.asarray(a_coef, d.qpos.dtype)
+  (*_, di), ys = jax.lax.scan(stage, (d.qvel, d.qacc, d.act_dot, d), coef)
+  first = (d.qvel, d.qacc, d.act_dot)
+  slopes, qaccs, act_dots = ([x0] + list(y) for x0, y in zip(first, ys, strict=True))
   dqvel = sum(b * v for b, v in zip(b_coef, slopes, strict=True))
   dqacc = sum(b * a for b, a in zip(b_coef, qaccs, strict=True))
   dact = sum(b * a for b, a in zip(b_coef, act_dots, strict=True))
