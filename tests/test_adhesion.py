@@ -109,7 +109,11 @@ def _forward_and_force(m, d):
   return d, rne_post.contact_force(m, d)
 
 
-_forward = jax.jit(jax.vmap(_forward_and_force, in_axes=(None, 0)))
+_forward = jax.jit(_forward_and_force)
+_batched = jax.jit(jax.vmap(_forward_and_force, in_axes=(None, 0)))
+# the variant whose states run as one vmapped batch; the others one jit(forward) per state, a
+# smaller program to compile
+BATCHED = 'elliptic-newton'
 
 
 @functools.cache
@@ -134,8 +138,12 @@ def jx_data(m: jaxsim.Model, md: mujoco.MjData) -> jaxsim.Data:
 def setup(variant: str):
   """(jaxsim Model, MjModel, MuJoCo's states, jaxsim's forward at them, contact forces)."""
   m, mj, mds = models(variant)
-  batch = jax.tree_util.tree_map(lambda *x: jnp.stack(x), *[jx_data(m, md) for md in mds])
-  out, frc = _forward(m, batch)
+  stack = lambda *x: jnp.stack(x)  # noqa: E731
+  datas = [jx_data(m, md) for md in mds]
+  if variant == BATCHED:
+    out, frc = _batched(m, jax.tree_util.tree_map(stack, *datas))
+  else:
+    out, frc = jax.tree_util.tree_map(stack, *[_forward(m, d) for d in datas])
   out = jax.tree_util.tree_map(np.asarray, out)
   return m, mj, mds, out, np.asarray(frc)
 
