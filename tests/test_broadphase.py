@@ -3,8 +3,8 @@ overflow, and overflows that are counted.
 
 A pile of ellipsoids, cylinders and capsules has enough GJK/EPA pairs (in one group of mixed
 types) that the default pair and EPA limits are active; at random poses its contacts equal
-MuJoCo's, which collides every pair. Limits set too low keep the nearest
-pairs (the first prisms, the first EPA pairs) and count the overflow in mjWARN_CONTACTFULL.
+MuJoCo's, which collides every pair. Limits set too low keep the nearest pairs (the first
+prisms, the first EPA pairs) and count the overflow in mjWARN_CONTACTFULL.
 """
 
 from __future__ import annotations

@@ -4,9 +4,9 @@ constraint islands (mj_island): PGS, Newton, CG and noslip solve each island on 
 States come from MuJoCo rollouts with random controls; jaxsim's forward (jit, float64; one
 variant per solver as a vmapped batch of the states) must give MuJoCo's qacc, efc_force (active
 rows, in MuJoCo's order), efc_state and, without noslip, the iteration count of the slowest
-island. PGS stops after a fixed number
-of sweeps, so the comparison is of the truncated iterate: the same shuffled block order,
-momentum and stopping test are needed to agree, not just the same problem.
+island. PGS stops after a fixed number of sweeps, so the comparison is of the truncated iterate:
+the same shuffled block order, momentum and stopping test are needed to agree, not just the same
+problem.
 """
 
 from __future__ import annotations
