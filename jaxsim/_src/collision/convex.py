@@ -727,13 +727,6 @@ def epa_witness(pt: _Poly, face: jax.Array):
 # ------------------------------------------- mjc_ccd ---------------------------------------------
 
 
-def _isin(t, types) -> bool | jax.Array:
-  """t in types, for a static (Python bool) or traced (array bool) geom type."""
-  if isinstance(t, (int, np.integer)):
-    return int(t) in types
-  return jnp.any(jnp.stack([t == u for u in types]))
-
-
 def _obj(info: GeomInfo, gtype, margin: jax.Array, shrink: bool = False) -> Obj:
   """mjc_initCCDObj: support with margin/2 inflation, or the shrunk sphere/capsule core."""
   if not shrink:
@@ -748,8 +741,10 @@ def _obj(info: GeomInfo, gtype, margin: jax.Array, shrink: bool = False) -> Obj:
   def sup(d):
     full = sp.support(info, gtype, d, margin)
     line = sp.line_support(info, d)
-    p = jnp.where(gtype == _S, info.pos, jnp.where(gtype == _C, line[0], full[0]))
-    return p, jnp.where(_isin(gtype, (_S, _C)), -1, full[1])
+    p = jnp.where(
+      sp.is_type(gtype, (_S,)), info.pos, jnp.where(sp.is_type(gtype, (_C,)), line[0], full[0])
+    )
+    return p, jnp.where(sp.is_type(gtype, (_S, _C)), -1, full[1])
 
   return Obj(sup, info.pos)
 
@@ -758,15 +753,15 @@ def obj_lane(info: GeomInfo, gtype, margin: jax.Array, core: jax.Array) -> Obj:
   """_obj(info, gtype, margin) where core is false, _obj(info, gtype, 0, shrink=True) where it
   is true (traced: gjk_two's choice between its runs; also the height field's geom side)."""
   mg = jnp.where(core, 0.0, margin)
-  if isinstance(gtype, (int, np.integer)) and int(gtype) not in (_S, _C):
+  if sp.is_type(gtype, (_S, _C)) is False:
     return Obj(lambda d: sp.support(info, gtype, d, mg), info.pos)
 
   def sup(d):
     full = sp.support(info, gtype, d, mg)
     line = sp.line_support(info, d)
-    sphere, capsule = core & (gtype == _S), core & (gtype == _C)
+    sphere, capsule = core & sp.is_type(gtype, (_S,)), core & sp.is_type(gtype, (_C,))
     p = jnp.where(sphere, info.pos, jnp.where(capsule, line[0], full[0]))
-    return p, jnp.where(core & _isin(gtype, (_S, _C)), -1, full[1])
+    return p, jnp.where(core & sp.is_type(gtype, (_S, _C)), -1, full[1])
 
   return Obj(sup, info.pos)
 
@@ -800,18 +795,18 @@ def _penetration_gjk(
   early: bool = False,
 ) -> _Cores:
   """GJK of mjc_ccd (dist_cutoff 0): whether EPA is needed, and the contact when it is not."""
-  round1, round2 = _isin(t1, (_S, _C)), _isin(t2, (_S, _C))
+  round1, round2 = sp.is_type(t1, (_S, _C)), sp.is_type(t2, (_S, _C))
   # MuJoCo 4 first runs GJK distance on the bare geoms (spheres and capsules shrunk to a point
   # and a segment, margins removed) and inflates its witness points; only when those cores
   # overlap does it fall back to GJK + EPA on the full, margin-inflated geoms
   shrink = jnp.asarray(round1 | round2) | (margin > 0)
   fm1 = jnp.where(round1, g1.size[0], 0.0) + 0.5 * margin
   fm2 = jnp.where(round2, g2.size[0], 0.0) + 0.5 * margin
-  bare = jnp.asarray(_isin(t1, (_B, _M)) & _isin(t2, (_B, _M)))
+  bare = jnp.asarray(sp.is_type(t1, (_B, _M)) & sp.is_type(t2, (_B, _M)))
   g = None
   if (round1 | round2) is not True:
     # both GJK runs (the inflated geoms, EPA's start, and the cores) as one program
-    discrete = jnp.asarray(_isin(t1, (_B, _M)) & _isin(t2, (_B, _M))) & (margin == 0)
+    discrete = jnp.asarray(sp.is_type(t1, (_B, _M)) & sp.is_type(t2, (_B, _M))) & (margin == 0)
     g, gd = gjk_two(
       lambda core: (obj_lane(g1, t1, margin, core), obj_lane(g2, t2, margin, core)),
       kmax,
@@ -856,7 +851,7 @@ def _penetration_epa(
 ) -> _Ccd:
   """EPA of mjc_ccd from GJK's simplex g (None: run GJK first): the penetration of the
   margin-inflated geoms."""
-  discrete = jnp.asarray(_isin(t1, (_B, _M)) & _isin(t2, (_B, _M))) & (margin == 0)
+  discrete = jnp.asarray(sp.is_type(t1, (_B, _M)) & sp.is_type(t2, (_B, _M))) & (margin == 0)
   o1, o2 = _obj(g1, t1, margin), _obj(g2, t2, margin)
   if g is None:
     g = gjk_scan(o1, o2, kmax, tol, discrete, False, jnp.array(0.0), early)
@@ -1041,8 +1036,8 @@ def _multicontact(
   run = (c.nsimplex > 0) & (maxcon_t >= 2) & (aligned | use1 | use2) & (nclip >= 3)
 
   # MuJoCo clips the bare geoms and inflates the contacts by the margins afterwards
-  m1 = jnp.where(_isin(t1, (_C,)), 0.0, 0.5 * margin)
-  m2 = jnp.where(_isin(t2, (_C,)), 0.0, 0.5 * margin)
+  m1 = jnp.where(sp.is_type(t1, (_C,)), 0.0, 0.5 * margin)
+  m2 = jnp.where(sp.is_type(t2, (_C,)), 0.0, 0.5 * margin)
   cap = kp + kp + 2
   poly, cnt = _polygon_clip(clip_face, nclip, subj, nsubj, n, m1 + m2, cap, early)
   quad = cnt >= 5
@@ -1119,9 +1114,9 @@ def _finish(
   if static:
     maxcon_t = jnp.array(ncon)
   else:
-    flat = _isin(t1, (_Y, _B, _M)) & _isin(t2, (_Y, _B, _M))
-    cap = (_isin(t1, (_C,)) & _isin(t2, (_C, _Y, _B, _M))) | (
-      _isin(t2, (_C,)) & _isin(t1, (_C, _Y, _B, _M))
+    flat = sp.is_type(t1, (_Y, _B, _M)) & sp.is_type(t2, (_Y, _B, _M))
+    cap = (sp.is_type(t1, (_C,)) & sp.is_type(t2, (_C, _Y, _B, _M))) | (
+      sp.is_type(t2, (_C,)) & sp.is_type(t1, (_C, _Y, _B, _M))
     )
     maxcon_t = jnp.where(flat, 4, jnp.where(cap, 2, 1))
   mc = _multicontact(g1, g2, t1, t2, poly1, poly2, c0, margin, ncon, maxcon_t, early)
@@ -1152,6 +1147,8 @@ def collide_convex_group(
   verts1: Any = None,
   verts2: Any = None,
   live: jax.Array | None = None,
+  among1: tuple[int, ...] | None = None,
+  among2: tuple[int, ...] | None = None,
 ) -> tuple[Contacts, jax.Array]:
   """collide_convex of n pairs (g1, g2, margin batched on axis 0), running EPA on at most nepa of
   them: (Contacts (n, ncon), overflow).
@@ -1161,7 +1158,9 @@ def collide_convex_group(
   only on those that need them).
 
   type1, type2: static ints, or (n,) traced types (one program for pairs of any types; ncon,
-  static, then says how many slots the group's pairs need, 4 by default).
+  static, then says how many slots the group's pairs need, 4 by default). among1, among2: the
+  types that traced type1, type2 take (static; None: any), so that the program computes those
+  types' support functions and features only (support.narrow).
 
   verts1, verts2: mesh tables shared by the group (driver.MeshTable: vert, hull_vert, hull_id
   with a leading mesh axis), with poly1/poly2 then MeshPolys with a leading mesh axis: each pair's
@@ -1181,7 +1180,10 @@ def collide_convex_group(
     t1, t2 = type1, type2
     ncon = 4 if ncon is None else ncon
   ncon = ncon if multiccd else 1
-  ty = (lambda a, b: (int(type1), int(type2))) if static else (lambda a, b: (a, b))  # noqa: E731
+  if static:
+    ty = lambda a, b: (int(type1), int(type2))  # noqa: E731
+  else:
+    ty = lambda a, b: (sp.narrow(a, among1), sp.narrow(b, among2))  # noqa: E731
   tol = jnp.asarray(ccd_tolerance)
   kmax = int(ccd_iterations)
 
@@ -1271,8 +1273,8 @@ def _distance_gjk(
   Otherwise, and for the other geoms, GJK runs on the full geoms; a separation found beyond
   distmax ends it with no witness points.
   """
-  round1, round2 = _isin(t1, (_S, _C)), _isin(t2, (_S, _C))
-  discrete = jnp.asarray(_isin(t1, (_B, _M)) & _isin(t2, (_B, _M)))
+  round1, round2 = sp.is_type(t1, (_S, _C)), sp.is_type(t2, (_S, _C))
+  discrete = jnp.asarray(sp.is_type(t1, (_B, _M)) & sp.is_type(t2, (_B, _M)))
   o1, o2 = _obj(g1, t1, 0.0), _obj(g2, t2, 0.0)
   if (round1 | round2) is False:
     g = gjk_scan(o1, o2, kmax, tol, discrete, True, distmax, early)
@@ -1316,7 +1318,7 @@ def _distance_epa(
   A polytope that cannot be built leaves the geoms touching (dist 0) at GJK's witness points;
   an EPA that fails leaves them touching without witness points.
   """
-  discrete = jnp.asarray(_isin(t1, (_B, _M)) & _isin(t2, (_B, _M)))
+  discrete = jnp.asarray(sp.is_type(t1, (_B, _M)) & sp.is_type(t2, (_B, _M)))
   o1, o2 = _obj(g1, t1, 0.0), _obj(g2, t2, 0.0)
   pt, ok = polytope(o1, o2, g, 5 + kmax, 6 * kmax)
   pt, face, found = epa_scan(o1, o2, pt, kmax, tol, discrete, early)
@@ -1337,20 +1339,26 @@ def distance_group(
   ccd_tolerance: jax.Array | float = 1e-6,
   verts1: Any = None,
   verts2: Any = None,
+  among1: tuple[int, ...] | None = None,
+  among2: tuple[int, ...] | None = None,
 ) -> tuple[jax.Array, jax.Array, jax.Array]:
   """mj_geomDistanceCCD of n geom pairs (g1, g2, distmax batched on axis 0): the smallest signed
   distance of each pair's bare geoms (n,), clamped to distmax, and its fromto segment (n, 6): the
   witness points on geom 1 and geom 2, zero where none were computed.
 
-  type1, type2: static geom types, or (n,) traced ones (one program for pairs of any types).
-  verts1, verts2: mesh tables (driver.MeshTable) whose row g.mesh holds each pair's mesh, as in
-  collide_convex_group; None: g.vert is the mesh itself. GJK runs on every pair, EPA only on the
+  type1, type2: static geom types, or (n,) traced ones (one program for pairs of any types);
+  among1, among2 as in collide_convex_group. verts1, verts2: mesh tables (driver.MeshTable)
+  whose row g.mesh holds each pair's mesh, as in collide_convex_group; None: g.vert is the mesh
+  itself. GJK runs on every pair, EPA only on the
   pairs whose geoms overlap (broadphase.map_live).
   """
   static = isinstance(type1, (int, np.integer)) and isinstance(type2, (int, np.integer))
   n = distmax.shape[0]
   t1, t2 = (jnp.zeros(n, jnp.int32),) * 2 if static else (type1, type2)
-  ty = (lambda a, b: (int(type1), int(type2))) if static else (lambda a, b: (a, b))  # noqa: E731
+  if static:
+    ty = lambda a, b: (int(type1), int(type2))  # noqa: E731
+  else:
+    ty = lambda a, b: (sp.narrow(a, among1), sp.narrow(b, among2))  # noqa: E731
   tol = jnp.asarray(ccd_tolerance)
   kmax = int(ccd_iterations)
 

@@ -66,6 +66,8 @@ def _ccd(m: Model, d: Data, g1: np.ndarray, g2: np.ndarray, distmax: jax.Array):
     distmax,
     type1=types[0],
     type2=types[1],
+    among1=tuple(np.unique(t1)),
+    among2=tuple(np.unique(t2)),
     verts1=tab1,
     verts2=tab2,
     **driver.ccd_options(m),

@@ -424,12 +424,13 @@ def collision(m: Model, d: Data) -> Data:
       info2 = geom_info(m, d, c2, grp['mesh'][1], rbound=hid >= 0)
     if hid >= 0:
       hf, t2 = _hfield(m, hid), grp['types'][1]
+      among = None
       if t2 < 0:
-        t2 = jnp.asarray(pick(grp['type2']))
+        t2, among = jnp.asarray(pick(grp['type2'])), tuple(np.unique(grp['type2']))
       win = grp['win']
       nitems = broadphase.hfield_limit(k, 2 * win[0] * win[1], requested)
       c, over = hfield.collide_hfield_group(
-        info1, info2, cm, hf, t2, win=win, nitems=nitems, **ccd_options(m)
+        info1, info2, cm, hf, t2, win=win, nitems=nitems, among=among, **ccd_options(m)
       )
       overflow |= over
     else:
@@ -443,8 +444,14 @@ def collision(m: Model, d: Data) -> Data:
           opts['verts1'], opts['verts2'] = tables
           poly1, poly2 = (None if t is None else t.poly for t in tables)
         t1, t2 = grp['types']
+        among = {}
         if t1 < 0:
           t1, t2 = jnp.asarray(pick(grp['type1'])), jnp.asarray(pick(grp['type2']))
+          # the program computes the support functions and features of these types only
+          among = {
+            'among1': tuple(np.unique(grp['type1'])),
+            'among2': tuple(np.unique(grp['type2'])),
+          }
         c, over = convex.collide_convex_group(
           info1,
           info2,
@@ -456,6 +463,7 @@ def collision(m: Model, d: Data) -> Data:
           poly2=poly2,
           nepa=broadphase.epa_limit(g1, g2, k, requested),
           live=pick(ok),
+          **among,
           **opts,
         )
         overflow |= over

@@ -69,13 +69,6 @@ def _prism_support(prism: jax.Array, d: jax.Array) -> tuple[jax.Array, jax.Array
   return cand[jnp.argmax(cand @ d)], jnp.array(-1, jnp.int32)
 
 
-def _isin(t, types) -> bool | jax.Array:
-  """t in types, for a static (Python) or traced geom type."""
-  if isinstance(t, (int, np.integer)):
-    return int(t) in types
-  return jnp.any(jnp.stack([t == u for u in types]))
-
-
 def _penetration(
   prism: jax.Array,
   g: GeomInfo,
@@ -100,9 +93,9 @@ def _penetration(
   o1 = convex.Obj(prism_support, jnp.sum(prism, axis=0) * (1.0 / 6.0))
   o2 = convex.Obj(lambda d: sp.support(g, gtype, d, margin), g.pos)
   # the prism counts as a discrete shape: EPA on vertex ids against boxes and meshes
-  discrete = jnp.asarray(_isin(gtype, (GeomType.BOX, GeomType.MESH))) & (margin == 0)
+  discrete = jnp.asarray(sp.is_type(gtype, (GeomType.BOX, GeomType.MESH))) & (margin == 0)
   nv, nf = 5 + kmax, 6 * kmax
-  rounded = _isin(gtype, (GeomType.SPHERE, GeomType.CAPSULE))
+  rounded = sp.is_type(gtype, (GeomType.SPHERE, GeomType.CAPSULE))
   # spheres and capsules shrink to their centre or segment: GJK distance, then inflate
   fm = g.size[0] + half
   if rounded is False:
@@ -272,6 +265,7 @@ def collide_hfield_group(
   nitems: int,
   ccd_iterations: int = 35,
   ccd_tolerance: jax.Array | float = 1e-6,
+  among: tuple[int, ...] | None = None,
 ) -> tuple[Contacts, jax.Array]:
   """collide_hfield of n geoms (h, g, margin and a traced gtype batched on axis 0) against one
   height field, running CCD on at most nitems prisms: (Contacts (n, max_contacts(win)), overflow).
@@ -279,14 +273,15 @@ def collide_hfield_group(
   Only the prisms MuJoCo tests (under the geom's bounding box, their surface above its lowest
   point) go through GJK/EPA, the first nitems in (pair, row, column, triangle) order; more than
   nitems is an overflow (the rest get no contact). They cost in proportion to their number, not
-  to nitems (broadphase.map_live).
+  to nitems (broadphase.map_live). among: the types a traced gtype takes (static; None: any), so
+  that the program holds those types' support functions only (support.narrow).
   """
   gtype = _static_type(gtype)
   kmax, tol = int(ccd_iterations), jnp.asarray(ccd_tolerance)
   n = margin.shape[0]
   static = isinstance(gtype, int)
   prisms, valid, gl = jax.vmap(
-    lambda a, b, mg, t: window_prisms(a, b, mg, hf, gtype if static else t, win)
+    lambda a, b, mg, t: window_prisms(a, b, mg, hf, gtype if static else sp.narrow(t, among), win)
   )(h, g, margin, jnp.zeros(n, jnp.int32) if static else gtype)
   npr = prisms.shape[1]
   # the first nitems tested prisms, in (pair, row, column, triangle) order
@@ -297,7 +292,9 @@ def collide_hfield_group(
   def pen(x, gl, margin, tol, early=False):
     p, k, t = x
     gk = jax.tree_util.tree_map(lambda a: a[k], gl)
-    return _penetration(p, gk, gtype if static else t, margin[k], kmax, tol, early)
+    return _penetration(
+      p, gk, gtype if static else sp.narrow(t, among), margin[k], kmax, tol, early
+    )
 
   res = broadphase.map_live(
     pen,

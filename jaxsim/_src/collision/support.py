@@ -3,10 +3,16 @@
 A support function maps a unit direction `d` (3,) in the world frame to the point of the geom
 farthest along `d` (3,) in the world frame, plus the index of the vertex it is for discrete
 geoms (box corner bits, mesh vertex id; -1 otherwise), which EPA and multi-contact use.
+
+A geom type here is static (a Python int: the functions are specialised to it), traced (an int
+array: every type's branch is computed and the geom's own selected), or an `AnyOf`: traced, but
+known at trace time to be one of a few types, so that only those types' branches are computed (a
+pair group of capsules and cylinders does not pay for boxes, ellipsoids and meshes).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from typing import NamedTuple
 
 import jax
@@ -17,6 +23,52 @@ from jaxsim._src.collision.geom import GeomInfo, MeshPoly
 from jaxsim._src.enums import MINVAL, GeomType
 
 MINVAL2 = MINVAL * MINVAL
+
+
+@dataclasses.dataclass(frozen=True)
+class AnyOf:
+  """A traced geom type known statically to be one of `among`.
+
+  Not a pytree: it is made inside the function that uses it (a collider's per-pair function), from
+  the pair's traced type and the static types of its group, and never crosses a transformation.
+  """
+
+  value: jax.Array  # int32 (): the geom type
+  among: tuple[int, ...]  # the types it can take, sorted, at least two
+
+
+def narrow(gtype, among) -> int | AnyOf | jax.Array:
+  """gtype (traced) as what is known of it: the static type if `among` holds one, AnyOf(gtype,
+  among) if more; gtype itself if it is static or among is None (nothing known)."""
+  if among is None or isinstance(gtype, (int, np.integer)):
+    return gtype
+  among = tuple(sorted({int(t) for t in among}))
+  return among[0] if len(among) == 1 else AnyOf(gtype, among)
+
+
+def _possible(gtype, types) -> list[int]:
+  """Those of `types` that a traced gtype (an array or AnyOf) can be."""
+  if isinstance(gtype, AnyOf):
+    return [int(t) for t in types if int(t) in gtype.among]
+  return [int(t) for t in types]
+
+
+def _value(gtype) -> jax.Array:
+  return gtype.value if isinstance(gtype, AnyOf) else gtype
+
+
+def is_type(gtype, types) -> bool | jax.Array:
+  """gtype in types: a Python bool where that is known at trace time (a static type, or an AnyOf
+  whose types are all in, or all out of, types), else a traced bool."""
+  if isinstance(gtype, (int, np.integer)):
+    return int(gtype) in types
+  hit = _possible(gtype, types)
+  if not hit:
+    return False
+  if isinstance(gtype, AnyOf) and len(hit) == len(gtype.among):
+    return True
+  v = _value(gtype)
+  return jnp.any(jnp.stack([v == u for u in hit]))
 
 
 def _local(info: GeomInfo, d: jax.Array) -> jax.Array:
@@ -117,15 +169,16 @@ def support(
 ) -> tuple[jax.Array, jax.Array]:
   """Support point of a geom in unit direction d, inflated by margin/2 (mjc_support + margin).
 
-  gtype is a static geom type, or a traced one: then every type's support is computed and the
-  geom's own is selected (one compiled function for all convex pairs; meshes need info.vert).
+  gtype is a static geom type, or a traced one (an array or AnyOf): then every type's support (of
+  those it can be) is computed and the geom's own is selected (one compiled function for all
+  convex pairs; meshes need info.vert).
   """
   if isinstance(gtype, (int, np.integer)):
     p, idx = SUPPORT[int(gtype)](info, d)
   else:
-    types = [t for t in SUPPORT if t != GeomType.MESH or info.vert is not None]
+    types = [t for t in _possible(gtype, SUPPORT) if t != GeomType.MESH or info.vert is not None]
     res = [SUPPORT[t](info, d) for t in types]
-    sel = jnp.stack([gtype == t for t in types])
+    sel = jnp.stack([_value(gtype) == t for t in types])
     p = jnp.sum(jnp.where(sel[:, None], jnp.stack([r[0] for r in res]), 0.0), axis=0)
     idx = jnp.sum(jnp.where(sel, jnp.stack([r[1] for r in res]), 0))
   return p + d * (0.5 * margin), idx
@@ -175,7 +228,7 @@ class Sizes(NamedTuple):
 
 
 def feature_sizes(gtype, poly: MeshPoly | None) -> Sizes:
-  """Sizes for a static type, or the maximum over all types when gtype is traced."""
+  """Sizes for a static type, or the maximum over the types a traced gtype can be."""
   d = 1 if poly is None else int(poly.map.shape[-1])
   p = 2 if poly is None else int(poly.vert.shape[-1])
   table = {
@@ -186,7 +239,9 @@ def feature_sizes(gtype, poly: MeshPoly | None) -> Sizes:
   }
   if isinstance(gtype, (int, np.integer)):
     return table.get(int(gtype), Sizes(1, 1, 2))
-  return Sizes(*(max(s[i] for s in table.values()) for i in range(3)))
+  among = gtype.among if isinstance(gtype, AnyOf) else tuple(table)
+  sizes = [table.get(t, Sizes(1, 1, 2)) for t in among]
+  return Sizes(*(max(s[i] for s in sizes) for i in range(3)))
 
 
 def _pad(x: jax.Array, n: int, fill=0) -> jax.Array:
@@ -300,13 +355,14 @@ def face_normals(info: GeomInfo, gtype, poly: MeshPoly | None, dim, vi, d, k: in
 
 
 def _by_type(gtype, table, default):
-  """Evaluate table[gtype]() for a static type, or select among all of them for a traced one."""
+  """Evaluate table[gtype]() for a static type, or select among those a traced one can be."""
   if isinstance(gtype, (int, np.integer)):
     return table.get(int(gtype), default)()
   out = default()
-  for t, fn in table.items():
-    res = fn()
-    out = jax.tree_util.tree_map(lambda a, b, t=t: jnp.where(gtype == t, a, b), res, out)
+  v = _value(gtype)
+  for t in _possible(gtype, table):
+    res = table[t]()
+    out = jax.tree_util.tree_map(lambda a, b, t=t: jnp.where(v == t, a, b), res, out)
   return out
 
 
