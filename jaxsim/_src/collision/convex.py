@@ -232,7 +232,8 @@ def _planar(s1, s2, s3, p):
 
 
 def _s2d(s1, s2, s3):
-  """S2D: barycentric coordinates (3,) of the point of triangle s1 s2 s3 closest to the origin."""
+  """S2D: barycentric coordinates (3,) of the point of triangle s1 s2 s3 closest to the origin,
+  and S1D's (3, 2) of its edges s2 s3, s1 s3, s1 s2."""
   p_o, fail = _project_origin_plane(s1, s2, s3)
   m_max, c = _planar(s1, s2, s3, p_o)
   comp = _same_sign(m_max, c)
@@ -252,7 +253,7 @@ def _s2d(s1, s2, s3):
   )
   lam_out = _closest(cands, pts, ~comp)
   lam = jnp.where(inside, lam_in, lam_out)
-  return jnp.where(fail, cands[2], lam)
+  return jnp.where(fail, cands[2], lam), l
 
 
 _ROWS4 = np.arange(4)[:, None]
@@ -260,26 +261,32 @@ _INSERT0 = np.array([[3, 0, 1, 2], [0, 3, 1, 2], [0, 1, 3, 2], [0, 1, 2, 3]])
 
 
 def _s3d(s1, s2, s3, s4):
-  """S3D: barycentric coordinates (4,) of the point of tetrahedron s1..s4 closest to the origin."""
+  """S3D: barycentric coordinates (4,) of the point of tetrahedron s1..s4 closest to the origin,
+  with S2D's (4, 3) of its faces s2 s3 s4, s1 s3 s4, s1 s2 s4, s1 s2 s3 and their edges' S1D
+  (4, 3, 2)."""
   c = jnp.stack([-_det3(s2, s3, s4), _det3(s1, s3, s4), -_det3(s1, s2, s4), _det3(s1, s2, s3)])
   m_det = jnp.sum(c)
   comp = _same_sign(m_det, c)
   inside = jnp.all(comp)
   lam_in = _div(c, m_det)
   tris = jnp.stack([jnp.stack(t) for t in ((s2, s3, s4), (s1, s3, s4), (s1, s2, s4), (s1, s2, s3))])
-  lam = jax.vmap(lambda t: _s2d(t[0], t[1], t[2]))(tris)  # (4, 3)
+  lam, edges = jax.vmap(lambda t: _s2d(t[0], t[1], t[2]))(tris)  # (4, 3), (4, 3, 2)
   pts = jnp.einsum('ij,ijk->ik', lam, tris)
   # face i's coordinates with a zero for the vertex it lacks (a static gather)
   cands = jnp.concatenate([lam, jnp.zeros((4, 1), lam.dtype)], axis=1)[_ROWS4, _INSERT0]
   lam_out = _closest(cands, pts, ~comp)
-  return jnp.where(inside, lam_in, lam_out)
+  return jnp.where(inside, lam_in, lam_out), lam, edges
 
 
 def _subdistance(n: jax.Array, s: jax.Array) -> jax.Array:
-  """subdistance: barycentric coordinates (4,) of the closest point of the n-simplex s (4, 3)."""
-  l3 = _s3d(s[0], s[1], s[2], s[3])
-  l2 = jnp.concatenate([_s2d(s[0], s[1], s[2]), jnp.zeros(1)])
-  l1 = jnp.concatenate([_s1d(s[0], s[1]), jnp.zeros(2)])
+  """subdistance: barycentric coordinates (4,) of the closest point of the n-simplex s (4, 3).
+
+  S3D solves S2D on every face of the tetrahedron and S1D on every face's edges, so the
+  triangle's and the segment's answers are read from it (face s1 s2 s3, its edge s1 s2) instead
+  of being traced and computed again; s[3] (and s[2]) may hold anything for n < 4 (n < 3)."""
+  l3, faces, edges = _s3d(s[0], s[1], s[2], s[3])
+  l2 = jnp.concatenate([faces[3], jnp.zeros(1)])
+  l1 = jnp.concatenate([edges[3, 2], jnp.zeros(2)])
   l0 = jnp.array([1.0, 0.0, 0.0, 0.0])
   return jnp.where(n == 4, l3, jnp.where(n == 3, l2, jnp.where(n == 2, l1, l0)))
 
