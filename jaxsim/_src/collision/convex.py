@@ -1356,8 +1356,8 @@ def distance_group(
   type1, type2: static geom types, or (n,) traced ones (one program for pairs of any types);
   among1, among2 as in collide_convex_group. verts1, verts2: mesh tables (driver.MeshTable)
   whose row g.mesh holds each pair's mesh, as in collide_convex_group; None: g.vert is the mesh
-  itself. GJK runs on every pair, EPA only on the
-  pairs whose geoms overlap (broadphase.map_live).
+  itself. GJK runs on every pair, EPA only on the pairs whose geoms overlap
+  (broadphase.map_live).
   """
   static = isinstance(type1, (int, np.integer)) and isinstance(type2, (int, np.integer))
   n = distmax.shape[0]
