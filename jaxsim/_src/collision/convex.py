@@ -1137,6 +1137,24 @@ def _finish(
   return Contacts(dist, pos, make_frame(normal))
 
 
+def _pair_types(type1, type2, among1, among2):
+  """The colliders' geom types of a group's pair, from its traced types (u1, u2): the group's
+  static types, or each traced type narrowed to the types its side of the group holds
+  (support.narrow), so that only those types' support functions and features are computed."""
+  if isinstance(type1, (int, np.integer)) and isinstance(type2, (int, np.integer)):
+    return lambda u1, u2: (int(type1), int(type2))
+  return lambda u1, u2: (sp.narrow(u1, among1), sp.narrow(u2, among2))
+
+
+def _with_mesh(a: GeomInfo, verts) -> GeomInfo:
+  """A pair's geom with its mesh's vertices from the group's tables (driver.MeshTable, rows by
+  mesh; None: the geom holds its mesh itself)."""
+  if verts is None:
+    return a
+  i = a.mesh
+  return a._replace(vert=verts.vert[i], hull_vert=verts.hull_vert[i], hull_id=verts.hull_id[i])
+
+
 def collide_convex_group(
   g1: GeomInfo,
   g2: GeomInfo,
@@ -1187,35 +1205,27 @@ def collide_convex_group(
     t1, t2 = type1, type2
     ncon = 4 if ncon is None else ncon
   ncon = ncon if multiccd else 1
-  if static:
-    ty = lambda a, b: (int(type1), int(type2))  # noqa: E731
-  else:
-    ty = lambda a, b: (sp.narrow(a, among1), sp.narrow(b, among2))  # noqa: E731
+  ty = _pair_types(type1, type2, among1, among2)
   tol = jnp.asarray(ccd_tolerance)
   kmax = int(ccd_iterations)
 
   def mesh(a: GeomInfo, verts, poly):
     """A pair's geom with its mesh's vertices and polygons from the group's tables."""
-    if verts is None:
-      return a, poly
-    if poly is not None:
+    if verts is not None and poly is not None:
       poly = jax.tree_util.tree_map(lambda x: x[a.mesh], poly)
-    i = a.mesh
-    return a._replace(
-      vert=verts.vert[i], hull_vert=verts.hull_vert[i], hull_id=verts.hull_id[i]
-    ), poly
+    return _with_mesh(a, verts), poly
 
   # the items' shared values (traced where the model is): map_live's consts, not closed over
   shared = (verts1, verts2, tol)
 
   def gjk(x, v1, v2, tol, early=False):
     a, b, mg, u1, u2 = x
-    a, b = mesh(a, v1, None)[0], mesh(b, v2, None)[0]
+    a, b = _with_mesh(a, v1), _with_mesh(b, v2)
     return _penetration_gjk(a, b, *ty(u1, u2), mg, kmax, tol, early)
 
   def epa(x, v1, v2, tol, early=False):
     a, b, mg, g, u1, u2 = x
-    a, b = mesh(a, v1, None)[0], mesh(b, v2, None)[0]
+    a, b = _with_mesh(a, v1), _with_mesh(b, v2)
     return _penetration_epa(a, b, *ty(u1, u2), mg, kmax, tol, g, early)
 
   live = jnp.ones(n, bool) if live is None else live
@@ -1362,26 +1372,17 @@ def distance_group(
   static = isinstance(type1, (int, np.integer)) and isinstance(type2, (int, np.integer))
   n = distmax.shape[0]
   t1, t2 = (jnp.zeros(n, jnp.int32),) * 2 if static else (type1, type2)
-  if static:
-    ty = lambda a, b: (int(type1), int(type2))  # noqa: E731
-  else:
-    ty = lambda a, b: (sp.narrow(a, among1), sp.narrow(b, among2))  # noqa: E731
+  ty = _pair_types(type1, type2, among1, among2)
   tol = jnp.asarray(ccd_tolerance)
   kmax = int(ccd_iterations)
 
-  def mesh(a: GeomInfo, verts) -> GeomInfo:
-    if verts is None:
-      return a
-    i = a.mesh
-    return a._replace(vert=verts.vert[i], hull_vert=verts.hull_vert[i], hull_id=verts.hull_id[i])
-
   def gjk(x, v1, v2, tol, early=False):
     a, b, dm, u1, u2 = x
-    return _distance_gjk(mesh(a, v1), mesh(b, v2), *ty(u1, u2), dm, kmax, tol, early)
+    return _distance_gjk(_with_mesh(a, v1), _with_mesh(b, v2), *ty(u1, u2), dm, kmax, tol, early)
 
   def epa(x, v1, v2, tol, early=False):
     a, b, g, u1, u2 = x
-    return _distance_epa(mesh(a, v1), mesh(b, v2), *ty(u1, u2), kmax, tol, g, early)
+    return _distance_epa(_with_mesh(a, v1), _with_mesh(b, v2), *ty(u1, u2), kmax, tol, g, early)
 
   live = jnp.ones(n, bool)
   shared = (verts1, verts2, tol)
