@@ -35,6 +35,9 @@ import numpy as np
 import jaxsim
 from jaxsim._src.enums import EnableBit, WarningType
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # _states beside this file
+from _states import suite_dir  # noqa: E402
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Menagerie itself is not part of this checkout or its environment (no network here); these
 # Menagerie-class robots ship with dm_control (paths under its package). As shipped, rodent, the
@@ -49,27 +52,40 @@ ROBOTS = (
 )
 
 
-def dm_control_dir() -> str:
-  import dm_control
-
+def dm_control_dir() -> str | None:
+  """dm_control's package folder (ROBOTS are under it), None where it is not installed."""
+  try:
+    import dm_control
+  except ImportError:
+    return None
   return os.path.dirname(dm_control.__file__)
 
 
 def default_models() -> list[str]:
-  """Every dm_control suite XML, every complete model in models/, and the ROBOTS found."""
-  suite = sorted(glob.glob(os.path.join(dm_control_dir(), 'suite', '*.xml')))
+  """Every dm_control suite XML ($JAXSIM_SUITE_DIR where dm_control is absent, as on the GPU
+  machine: benchmarks/gpu.sh), every complete model in models/, and the ROBOTS found."""
+  folder = suite_dir()
+  suite = sorted(glob.glob(os.path.join(folder, '*.xml'))) if folder else []
   ours = []
   for path in sorted(glob.glob(os.path.join(REPO, 'models', '*.xml'))):
     with open(path) as f:
       if '<worldbody' in f.read():
         ours.append(path)
-  robots = [os.path.join(dm_control_dir(), r) for r in ROBOTS]
+  pkg = dm_control_dir()
+  robots = [os.path.join(pkg, r) for r in ROBOTS] if pkg else []
   return suite + ours + [r for r in robots if os.path.exists(r)]
 
 
 def short_name(path: str) -> str:
   """suite/hopper.xml, models/walker.xml, walkers/assets/rodent.xml, fruitfly_v2/floor.xml: the
   last two (three after assets/) parts of the path, enough to tell the models apart."""
+  folder = suite_dir()
+  if (
+    folder
+    and os.path.isdir(folder)
+    and os.path.samefile(os.path.dirname(os.path.abspath(path)), folder)
+  ):
+    return 'suite/' + os.path.basename(path)  # also from $JAXSIM_SUITE_DIR
   parts = os.path.normpath(path).split(os.sep)
   return '/'.join(parts[-3:] if parts[-2] == 'assets' else parts[-2:])
 
@@ -82,11 +98,15 @@ def steps_for(path: str, default: int, overrides: dict[str, int]) -> int:
 
 
 def resolve(name: str) -> str:
+  """A path, or a dm_control suite name (hopper) in the suite folder (_states.suite_dir)."""
   if os.path.exists(name):
     return name
-  import dm_control
-
-  return os.path.join(os.path.dirname(dm_control.__file__), 'suite', f'{name}.xml')
+  folder = suite_dir()
+  if folder is None:
+    raise SystemExit(
+      f'{name}: no such file, and no dm_control suite (install dm_control or set JAXSIM_SUITE_DIR)'
+    )
+  return os.path.join(folder, f'{name}.xml')
 
 
 def ctrl_range(lo, hi, limited):
