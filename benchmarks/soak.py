@@ -80,11 +80,8 @@ def short_name(path: str) -> str:
   """suite/hopper.xml, models/walker.xml, walkers/assets/rodent.xml, fruitfly_v2/floor.xml: the
   last two (three after assets/) parts of the path, enough to tell the models apart."""
   folder = suite_dir()
-  if (
-    folder
-    and os.path.isdir(folder)
-    and os.path.samefile(os.path.dirname(os.path.abspath(path)), folder)
-  ):
+  # realpath, not samefile: a path to no file must still get its row ("not loaded"), not raise
+  if folder and os.path.realpath(os.path.dirname(path)) == os.path.realpath(folder):
     return 'suite/' + os.path.basename(path)  # also from $JAXSIM_SUITE_DIR
   parts = os.path.normpath(path).split(os.sep)
   return '/'.join(parts[-3:] if parts[-2] == 'assets' else parts[-2:])
