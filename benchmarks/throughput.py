@@ -77,7 +77,7 @@ DEFAULT_MODELS = ('humanoid', 'humanoids4', 'pile50')
 MJX_PYTHON_ENV = 'JAXSIM_MJX_PYTHON'
 QUICK_MODEL = 'pendulum'
 ENGINES = ('jaxsim', 'mjx', 'mujoco')
-SHARD_WORLDS = 256  # worlds per CPU device that the default split keeps (cpu_devices)
+SHARD_WORLDS = 64  # worlds per CPU device that the default split keeps (cpu_devices)
 _INTEGRATORS = {0: 'Euler', 1: 'RK4', 2: 'implicit', 3: 'implicitfast'}
 _SOLVERS = {0: 'PGS', 1: 'CG', 2: 'Newton'}
 _CONES = {0: 'pyramidal', 1: 'elliptic'}
@@ -1105,9 +1105,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def cpu_devices(batch: int, cores: int | None = None) -> int:
   """CPU devices jaxsim's batch is split over by default: one per core, more while each keeps at
-  least SHARD_WORLDS worlds (humanoid, batch 1024, 2 cores: 167 us per world-step on 2 devices,
-  145 on 4, 143 on 16: a smaller share per device, and each device's loops run for its own
-  slowest world), at most 8 per core; a divisor of the batch."""
+  least SHARD_WORLDS worlds, at most 8 per core; a divisor of the batch. A smaller share per
+  device fits the caches better and each device's loops run for its own slowest world: humanoid
+  at batch 1024 on 2 cores (2026-11-29, docs/speed.md) ran 2,490 steps/s on 4 devices, 2,835 and
+  3,130 on 8, 3,088 to 3,183 on 16, 2,520 on 32 and 1,936 to 2,392 on 64."""
   cores = cores or os.cpu_count() or 1
   n = max(1, min(batch // SHARD_WORLDS, 8 * cores))
   n = max(n, min(cores, batch))

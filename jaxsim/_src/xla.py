@@ -116,11 +116,11 @@ def configure_cpu(
       results round as MuJoCo's release build does and near-ties break the same way; costs
       1.15-1.4x in speed on AVX-512 CPUs. For comparisons with MuJoCo, not for training.
     devices: split the CPU into this many XLA devices (`xla_force_host_platform_device_count`;
-      e.g. os.cpu_count()). XLA runs one computation on about one core; a batch split over the
-      devices with `jax.shard_map` runs on all of them (dm_control humanoid at batch 1024 on 2
-      cores: 313 -> 174 us per world-step; docs/speed.md). A default step holds no LAPACK call
-      on the CPU, whose batched kernels deadlock across devices; the implicit integrator,
-      implicitfast's free bodies and noslip still call LAPACK (docs/soak.md).
+      a multiple of os.cpu_count()). XLA runs one computation on about one core; a batch split
+      over the devices with `jax.shard_map` runs on all of them (dm_control humanoid at batch
+      1024 on 2 cores: 313 -> 174 us per world-step on 2 devices; about 64 worlds per device,
+      16 devices, ran 1.25x faster again than 4: docs/speed.md). No jaxsim step calls LAPACK on
+      the CPU, whose batched kernels deadlock across devices (docs/soak.md).
   Returns:
     whether the flags apply (False, with a warning, once JAX's backends exist).
   """
