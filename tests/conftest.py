@@ -8,8 +8,12 @@ a folder: writing it from two xdist workers at once has aborted a worker (jax 0.
 
 import os
 
+# hlo-verifier: XLA checks the whole module after every pass (12% of a step's compile time,
+# finger: 24.5 -> 21.3 s); it checks XLA, not jaxsim
 os.environ.setdefault(
-  'XLA_FLAGS', '--xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true'
+  'XLA_FLAGS',
+  '--xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true '
+  '--xla_disable_hlo_passes=hlo-verifier',
 )
 
 import jax  # noqa: E402
