@@ -167,6 +167,20 @@ def scatter(x: jax.Array, idx: jax.Array, n: int, fill) -> jax.Array:
   return out.at[idx].set(x, unique_indices=True)
 
 
+def _fmap(g: Callable, x: Any, c: tuple) -> Any:
+  return jax.vmap(lambda a: g(a, *c))(x)
+
+
+@functools.lru_cache(maxsize=256)
+def _chunk_program(g: Callable) -> Callable:
+  """jit(vmap(g)) over a chunk of items (map_live), one per function g: jit's trace cache then
+  serves every call of the same g on the same shapes, so that a collider passed as the same
+  function object (the colliders' factories cache theirs per static setting) is traced once per
+  process and shapes, not once per program (a model's forward and step, models sharing pair
+  types). Bounded: a g made afresh per call only misses."""
+  return jax.jit(functools.partial(_fmap, g))
+
+
 def map_live(
   f: Callable[..., Any],
   live: jax.Array,
@@ -197,9 +211,6 @@ def map_live(
   fast = f if fast is None else fast
   consts = tuple(consts)
 
-  def fmap(g: Callable, x: Any, c: tuple) -> Any:
-    return jax.vmap(lambda a: g(a, *c))(x)
-
   def like(shapes: Any, m: int) -> Any:
     """fill broadcast to m items of the output's shapes (ShapeDtypeStructs or arrays)."""
     e = jax.tree_util.tree_map(lambda s: 0, shapes) if fill is None else fill
@@ -213,7 +224,7 @@ def map_live(
     )
 
   def every(xs: Any, live: jax.Array, consts: tuple) -> Any:
-    out = fmap(f, xs, consts)
+    out = _fmap(f, xs, consts)
     return keep(live, out, like(out, n))
 
   if n == 0:
@@ -222,7 +233,7 @@ def map_live(
   chunk = min(chunk, n)
   # one chunk's program: traced here for its output shapes (the loop's buffer), then found in
   # jit's trace cache by the loop body (same function, same shapes)
-  on_chunk = jax.jit(functools.partial(fmap, fast))
+  on_chunk = _chunk_program(fast)
   shapes = jax.eval_shape(on_chunk, jax.tree_util.tree_map(lambda a: a[:chunk], xs), consts)
 
   def visit(xs: Any, live: jax.Array, consts: tuple) -> Any:

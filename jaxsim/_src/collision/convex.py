@@ -1137,11 +1137,16 @@ def _finish(
   return Contacts(dist, pos, make_frame(normal))
 
 
+def _static_pair(type1, type2) -> bool:
+  """Whether a group's geom types are static ints (else (n,) traced arrays)."""
+  return isinstance(type1, (int, np.integer)) and isinstance(type2, (int, np.integer))
+
+
 def _pair_types(type1, type2, among1, among2):
   """The colliders' geom types of a group's pair, from its traced types (u1, u2): the group's
   static types, or each traced type narrowed to the types its side of the group holds
   (support.narrow), so that only those types' support functions and features are computed."""
-  if isinstance(type1, (int, np.integer)) and isinstance(type2, (int, np.integer)):
+  if _static_pair(type1, type2):
     return lambda u1, u2: (int(type1), int(type2))
   return lambda u1, u2: (sp.narrow(u1, among1), sp.narrow(u2, among2))
 
@@ -1196,27 +1201,69 @@ def collide_convex_group(
   capsules, their cores too), and EPA, which costs several times GJK, runs on those only, the
   first nepa in pair order; more than nepa is an overflow (the rest get no contact).
   """
-  static = isinstance(type1, (int, np.integer)) and isinstance(type2, (int, np.integer))
+  static = _static_pair(type1, type2)
   n = margin.shape[0]
   if static:
     t1, t2 = jnp.zeros(n, jnp.int32), jnp.zeros(n, jnp.int32)
-    ncon = CONVEX_PAIRS[(int(type1), int(type2))]
+    type1, type2 = int(type1), int(type2)
+    ncon = CONVEX_PAIRS[(type1, type2)]
   else:
     t1, t2 = type1, type2
+    type1 = type2 = None
     ncon = 4 if ncon is None else ncon
   ncon = ncon if multiccd else 1
-  ty = _pair_types(type1, type2, among1, among2)
+  gjk, epa, fin = _convex_colliders(type1, type2, among1, among2, int(ccd_iterations), ncon)
   tol = jnp.asarray(ccd_tolerance)
-  kmax = int(ccd_iterations)
+  # the items' shared values (traced where the model is): map_live's consts, not closed over
+  shared = (verts1, verts2, tol)
+
+  live = jnp.ones(n, bool) if live is None else live
+  # the primal runs GJK and EPA until they converge; derivatives come from the fixed-length
+  # loops (the same values: their states are frozen from there on)
+  cores = broadphase.map_live(gjk.f, live, (g1, g2, margin, t1, t2), fast=gjk.fast, consts=shared)
+  # the first nepa pairs that need EPA
+  epa_on, overflow = broadphase.first(cores.need & live, nepa)
+  e = broadphase.map_live(
+    epa.f, epa_on, (g1, g2, margin, cores.g, t1, t2), fast=epa.fast, consts=shared
+  )
+  c0 = jax.vmap(_merge)(cores, e)
+  empty = Contacts(jnp.full(ncon, NO_CONTACT), jnp.zeros((ncon, 3)), jnp.eye(3))
+  out = broadphase.map_live(
+    fin.f,
+    c0.ok & live,
+    (g1, g2, c0, margin, t1, t2),
+    empty,
+    fast=fin.fast,
+    consts=(verts1, verts2, poly1, poly2, tol),
+  )
+  return out, overflow
+
+
+class _Item(NamedTuple):
+  """A collider of one item for broadphase.map_live: f (differentiable, fixed-length loops) and
+  fast (the same with early-exit loops)."""
+
+  f: Callable[..., Any]
+  fast: Callable[..., Any]
+
+
+def _item(g: Callable[..., Any]) -> _Item:
+  return _Item(g, functools.partial(g, early=True))
+
+
+@functools.cache
+def _convex_colliders(type1, type2, among1, among2, kmax: int, ncon: int):
+  """collide_convex_group's three per-pair stages (GJK, EPA, contact features) for a group's
+  static settings (type1, type2 ints, or None where the types are traced), made once per setting:
+  map_live finds a function it has traced before in jit's cache (broadphase._chunk_program)."""
+  static = type1 is not None
+  ty = _pair_types(type1, type2, among1, among2)
 
   def mesh(a: GeomInfo, verts, poly):
     """A pair's geom with its mesh's vertices and polygons from the group's tables."""
     if verts is not None and poly is not None:
       poly = jax.tree_util.tree_map(lambda x: x[a.mesh], poly)
     return _with_mesh(a, verts), poly
-
-  # the items' shared values (traced where the model is): map_live's consts, not closed over
-  shared = (verts1, verts2, tol)
 
   def gjk(x, v1, v2, tol, early=False):
     a, b, mg, u1, u2 = x
@@ -1228,42 +1275,12 @@ def collide_convex_group(
     a, b = _with_mesh(a, v1), _with_mesh(b, v2)
     return _penetration_epa(a, b, *ty(u1, u2), mg, kmax, tol, g, early)
 
-  live = jnp.ones(n, bool) if live is None else live
-  # the primal runs GJK and EPA until they converge; derivatives come from the fixed-length
-  # loops (the same values: their states are frozen from there on)
-  cores = broadphase.map_live(
-    gjk,
-    live,
-    (g1, g2, margin, t1, t2),
-    fast=functools.partial(gjk, early=True),
-    consts=shared,
-  )
-  # the first nepa pairs that need EPA
-  epa_on, overflow = broadphase.first(cores.need & live, nepa)
-  e = broadphase.map_live(
-    epa,
-    epa_on,
-    (g1, g2, margin, cores.g, t1, t2),
-    fast=functools.partial(epa, early=True),
-    consts=shared,
-  )
-  c0 = jax.vmap(_merge)(cores, e)
-
   def fin(x, v1, v2, q1, q2, tol, early=False):
     a, b, c, mg, u1, u2 = x
     (a, p1), (b, p2) = mesh(a, v1, q1), mesh(b, v2, q2)
     return _finish(a, b, *ty(u1, u2), c, mg, ncon, static, p1, p2, early)
 
-  empty = Contacts(jnp.full(ncon, NO_CONTACT), jnp.zeros((ncon, 3)), jnp.eye(3))
-  out = broadphase.map_live(
-    fin,
-    c0.ok & live,
-    (g1, g2, c0, margin, t1, t2),
-    empty,
-    fast=functools.partial(fin, early=True),
-    consts=(verts1, verts2, poly1, poly2, tol),
-  )
-  return out, overflow
+  return _item(gjk), _item(epa), _item(fin)
 
 
 # ------------------------------------------ geom distance ----------------------------------------
@@ -1345,6 +1362,23 @@ def _distance_epa(
   return jnp.where(hit, dist, 0.0), x1, x2, hit | ~ok
 
 
+@functools.cache
+def _distance_colliders(type1, type2, among1, among2, kmax: int):
+  """distance_group's per-pair stages (GJK, EPA) for a group's static settings, made once per
+  setting (as _convex_colliders)."""
+  ty = _pair_types(type1, type2, among1, among2)
+
+  def gjk(x, v1, v2, tol, early=False):
+    a, b, dm, u1, u2 = x
+    return _distance_gjk(_with_mesh(a, v1), _with_mesh(b, v2), *ty(u1, u2), dm, kmax, tol, early)
+
+  def epa(x, v1, v2, tol, early=False):
+    a, b, g, u1, u2 = x
+    return _distance_epa(_with_mesh(a, v1), _with_mesh(b, v2), *ty(u1, u2), kmax, tol, g, early)
+
+  return _item(gjk), _item(epa)
+
+
 def distance_group(
   g1: GeomInfo,
   g2: GeomInfo,
@@ -1369,36 +1403,17 @@ def distance_group(
   itself. GJK runs on every pair, EPA only on the pairs whose geoms overlap
   (broadphase.map_live).
   """
-  static = isinstance(type1, (int, np.integer)) and isinstance(type2, (int, np.integer))
+  static = _static_pair(type1, type2)
   n = distmax.shape[0]
   t1, t2 = (jnp.zeros(n, jnp.int32),) * 2 if static else (type1, type2)
-  ty = _pair_types(type1, type2, among1, among2)
+  keys = (int(type1), int(type2)) if static else (None, None)
+  gjk, epa = _distance_colliders(*keys, among1, among2, int(ccd_iterations))
   tol = jnp.asarray(ccd_tolerance)
-  kmax = int(ccd_iterations)
-
-  def gjk(x, v1, v2, tol, early=False):
-    a, b, dm, u1, u2 = x
-    return _distance_gjk(_with_mesh(a, v1), _with_mesh(b, v2), *ty(u1, u2), dm, kmax, tol, early)
-
-  def epa(x, v1, v2, tol, early=False):
-    a, b, g, u1, u2 = x
-    return _distance_epa(_with_mesh(a, v1), _with_mesh(b, v2), *ty(u1, u2), kmax, tol, g, early)
-
   live = jnp.ones(n, bool)
   shared = (verts1, verts2, tol)
-  st = broadphase.map_live(
-    gjk,
-    live,
-    (g1, g2, distmax, t1, t2),
-    fast=functools.partial(gjk, early=True),
-    consts=shared,
-  )
+  st = broadphase.map_live(gjk.f, live, (g1, g2, distmax, t1, t2), fast=gjk.fast, consts=shared)
   dist, x1, x2, has_x = broadphase.map_live(
-    epa,
-    st.need,
-    (g1, g2, st.g, t1, t2),
-    fast=functools.partial(epa, early=True),
-    consts=shared,
+    epa.f, st.need, (g1, g2, st.g, t1, t2), fast=epa.fast, consts=shared
   )
   need = st.need[:, None]
   dist = jnp.where(st.need, dist, st.dist)

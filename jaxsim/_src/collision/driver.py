@@ -359,6 +359,13 @@ def _own(x: jax.Array, shape: tuple[int, ...], keep: np.ndarray | None) -> jax.A
   return x if keep is None else x[keep]
 
 
+@functools.cache
+def _unpacked(fn: Callable) -> Callable:
+  """fn(*item): a pair collider over map_live's one-tuple items, one function per collider (so
+  that map_live's traces of it are shared: broadphase._chunk_program)."""
+  return lambda x: fn(*x)
+
+
 def collision(m: Model, d: Data) -> Data:
   """Contacts of all candidate pairs in Data.contact's slots; `ncon` counts the active ones."""
   flags = m.opt.disableflags
@@ -473,7 +480,7 @@ def collision(m: Model, d: Data) -> Data:
         # a large group of analytic colliders (a self-colliding robot's capsules and boxes:
         # dog 2,600 pairs) runs them on the pairs passing the bounding-volume test only
         fill = Contacts(NO_CONTACT, 0.0, jnp.eye(3))
-        c = broadphase.map_live(lambda x, f=grp['fn']: f(*x), ok, (info1, info2, cm), fill)
+        c = broadphase.map_live(_unpacked(grp['fn']), ok, (info1, info2, cm), fill)
       else:
         c = jax.vmap(grp['fn'])(info1, info2, cm)
     if idx is not None:

@@ -254,6 +254,22 @@ def collide_hfield(
   return _slots(h, hit & valid, dist, x1, x2, margin, max_contacts(win))
 
 
+@functools.cache
+def _prism_collider(gtype: int | None, among: tuple[int, ...] | None, kmax: int):
+  """collide_hfield_group's per-prism collider (and its early-exit form) for a group's static
+  settings (gtype None where the geoms' types are traced), made once per setting: map_live finds
+  a function it has traced before in jit's cache (broadphase._chunk_program)."""
+
+  def pen(x, gl, margin, tol, early=False):
+    p, k, t = x
+    gk = jax.tree_util.tree_map(lambda a: a[k], gl)
+    return _penetration(
+      p, gk, gtype if gtype is not None else sp.narrow(t, among), margin[k], kmax, tol, early
+    )
+
+  return pen, functools.partial(pen, early=True)
+
+
 def collide_hfield_group(
   h: GeomInfo,
   g: GeomInfo,
@@ -289,19 +305,9 @@ def collide_hfield_group(
   pair = jnp.arange(n * npr, dtype=jnp.int32) // npr
   types = jnp.zeros(n, jnp.int32) if static else gtype
 
-  def pen(x, gl, margin, tol, early=False):
-    p, k, t = x
-    gk = jax.tree_util.tree_map(lambda a: a[k], gl)
-    return _penetration(
-      p, gk, gtype if static else sp.narrow(t, among), margin[k], kmax, tol, early
-    )
-
+  pen, pen_fast = _prism_collider(gtype if static else None, among, kmax)
   res = broadphase.map_live(
-    pen,
-    on,
-    (prisms.reshape(-1, 6, 3), pair, types[pair]),
-    fast=functools.partial(pen, early=True),
-    consts=(gl, margin, tol),
+    pen, on, (prisms.reshape(-1, 6, 3), pair, types[pair]), fast=pen_fast, consts=(gl, margin, tol)
   )
 
   def back(x):
