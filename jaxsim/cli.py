@@ -11,6 +11,7 @@ import time
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
 from tqdm import tqdm
 
 import jaxsim
@@ -77,12 +78,24 @@ def simulate(model: jaxsim.Model, args: argparse.Namespace) -> int:
   limited = np.asarray(model.actuator_ctrllimited, bool) & (hi > lo)
   lo, hi = np.where(limited, lo, -1.0), np.where(limited, hi, 1.0)
 
-  def run(d, ctrls):
-    return jaxsim.rollout(model, d, ctrls, record=('qpos', 'qvel', 'time'))
-
-  fn = jax.jit(run)
   ctrl_shape = (batch, chunk, model.nu)
-  ctrls = jnp.asarray(rng.uniform(lo, hi, size=ctrl_shape), d0.qvel.dtype)
+  devices = jax.local_devices()
+  if batch % len(devices):
+    devices = devices[:1]
+
+  def run(d, ctrls):
+    return jaxsim.rollout(model, d, ctrls, record=('qpos', 'qvel', 'time'), devices=devices)
+
+  # the batch placed over the devices rollout splits it over, in and out (empty fields too), so
+  # that every call finds its inputs where the compiled program expects them
+  split = NamedSharding(Mesh(np.asarray(devices), ('batch',)), PartitionSpec('batch'))
+  fn = jax.jit(run, in_shardings=split, out_shardings=split)
+
+  def place(x):
+    return jax.device_put(x, split)
+
+  data = place(data)
+  ctrls = place(jnp.asarray(rng.uniform(lo, hi, size=ctrl_shape), d0.qvel.dtype))
   t0 = time.perf_counter()
   try:
     compiled = fn.lower(data, ctrls).compile()
@@ -90,7 +103,9 @@ def simulate(model: jaxsim.Model, args: argparse.Namespace) -> int:
     print(f'error: {e}', file=sys.stderr)
     return 2
   compile_s = time.perf_counter() - t0
-  print(f'compiled step x{chunk} for a batch of {batch} in {compile_s:.2f} s')
+  ndev = len(devices)
+  on = f' split over {ndev} {jax.default_backend().upper()} devices' if ndev > 1 else ''
+  print(f'compiled step x{chunk} for a batch of {batch}{on} in {compile_s:.2f} s')
 
   trajs, done = [], 0
   t0 = time.perf_counter()
@@ -98,7 +113,7 @@ def simulate(model: jaxsim.Model, args: argparse.Namespace) -> int:
   with tqdm(total=steps, unit=' batched step', disable=args.quiet) as bar:
     while done < steps:
       n = min(chunk, steps - done)
-      ctrls = jnp.asarray(rng.uniform(lo, hi, size=ctrl_shape), d0.qvel.dtype)
+      ctrls = place(jnp.asarray(rng.uniform(lo, hi, size=ctrl_shape), d0.qvel.dtype))
       data, traj = compiled(data, ctrls)
       traj = {k: np.asarray(v)[:, :n] for k, v in traj.items()}
       trajs.append(traj)
@@ -140,8 +155,6 @@ def main(argv: list[str] | None = None) -> int:
   if argv[:1] == ['bench']:
     # every option is the benchmark's own (`jaxsim bench --help` lists them)
     return bench(argv[1:])
-  # before anything runs on JAX's backend: XLA's faster-compiling emitters (same run time)
-  jaxsim.configure_cpu(fast_compile=True)
   parser = argparse.ArgumentParser(prog='jaxsim', description=__doc__)
   parser.add_argument('--version', action='version', version=f'jaxsim {jaxsim.__version__}')
   sub = parser.add_subparsers(dest='command', required=True)
@@ -167,9 +180,26 @@ def main(argv: list[str] | None = None) -> int:
     '--no-constraints', action='store_true', help='disable contacts, limits and equalities'
   )
   p_sim.add_argument('--quiet', action='store_true', help='no progress bar')
+  p_sim.add_argument(
+    '--devices',
+    type=int,
+    help='on a CPU, split the batch over this many XLA devices, each stepping its share with its '
+    'own loops on a core; a divisor of --batch (default: the largest one up to the core count; '
+    '1: one device, about one core). Other platforms use their own devices.',
+  )
   args = parser.parse_args(argv)
   if getattr(args, 'batch', 1) < 1 or getattr(args, 'steps', 1) < 1:
     parser.error('--batch and --steps must be positive')
+  devices = None
+  if args.command == 'simulate':
+    devices = args.devices or max(
+      n for n in range(1, min(os.cpu_count() or 1, args.batch) + 1) if args.batch % n == 0
+    )
+    if devices < 1 or args.batch % devices:
+      parser.error(f'--devices {devices}: must be a positive divisor of --batch {args.batch}')
+  # before anything runs on JAX's backend: XLA's faster-compiling emitters (same run time), and
+  # the CPU as one device per core (jaxsim.rollout splits a batch over the devices it finds)
+  jaxsim.configure_cpu(fast_compile=True, devices=devices if devices and devices > 1 else None)
   out = getattr(args, 'out', None)
   if out and not os.path.isdir(os.path.dirname(os.path.abspath(out))):
     # said now, not after the whole run

@@ -56,6 +56,26 @@ def test_simulate_writes_trajectory(tmp_path):
   assert np.allclose(traj['time'][0, -1], 25 * 0.002)
 
 
+def test_simulate_split_over_cpu_devices_steps_each_world_as_one_device(tmp_path):
+  """The batch split over two CPU devices (each its own loops) gives every world the trajectory
+  it has on one device, bit for bit; a device count that does not divide the batch is refused."""
+  import numpy as np
+
+  pendulum = os.path.join(MODELS, 'pendulum.xml')
+  common = ('--batch', '4', '--steps', '12', '--chunk', '5', '--quiet')
+  trajs = []
+  for n in ('2', '1'):
+    out = tmp_path / f'traj{n}.npz'
+    r = _run('simulate', pendulum, *common, '--devices', n, '--out', str(out))
+    assert r.returncode == 0, r.stderr
+    assert ('split over 2 CPU devices' in r.stdout) == (n == '2'), r.stdout
+    trajs.append(np.load(out))
+  for k in ('qpos', 'qvel', 'time'):
+    np.testing.assert_array_equal(trajs[0][k], trajs[1][k])
+  r = _run('simulate', pendulum, '--batch', '4', '--devices', '3')
+  assert r.returncode == 2 and 'must be a positive divisor of --batch 4' in r.stderr, r.stderr
+
+
 def test_info_reports_model_errors(tmp_path):
   bad = tmp_path / 'bad.xml'
   bad.write_text('<mujoco><worldbody><geom type="sphere" size="-1"/></worldbody></mujoco>')
