@@ -1097,8 +1097,9 @@ def collide_convex(
   (MuJoCo's mesh_poly* arrays); a mesh without them gets a single contact, as in MuJoCo.
   Returns CONVEX_PAIRS[(type1, type2)] slots (1 when multiccd is off).
   """
-  static = isinstance(type1, (int, np.integer)) and isinstance(type2, (int, np.integer))
-  t1, t2 = (int(type1), int(type2)) if static else (type1, type2)
+  types = _static_types(type1, type2)
+  static = types is not None
+  t1, t2 = types if static else (type1, type2)
   if static and (t1, t2) not in CONVEX_PAIRS:
     raise ValueError(f'mjc_Convex does not handle geom types ({t1}, {t2})')
   ncon = (CONVEX_PAIRS[(t1, t2)] if static else 4) if multiccd else 1
@@ -1137,17 +1138,21 @@ def _finish(
   return Contacts(dist, pos, make_frame(normal))
 
 
-def _static_pair(type1, type2) -> bool:
-  """Whether a group's geom types are static ints (else (n,) traced arrays)."""
-  return isinstance(type1, (int, np.integer)) and isinstance(type2, (int, np.integer))
+def _static_types(type1, type2) -> tuple[int, int] | None:
+  """A pair's (or group's) geom types as Python ints where both are static, None where they are
+  traced ((n,) arrays)."""
+  if isinstance(type1, (int, np.integer)) and isinstance(type2, (int, np.integer)):
+    return int(type1), int(type2)
+  return None
 
 
 def _pair_types(type1, type2, among1, among2):
   """The colliders' geom types of a group's pair, from its traced types (u1, u2): the group's
   static types, or each traced type narrowed to the types its side of the group holds
   (support.narrow), so that only those types' support functions and features are computed."""
-  if _static_pair(type1, type2):
-    return lambda u1, u2: (int(type1), int(type2))
+  types = _static_types(type1, type2)
+  if types is not None:
+    return lambda u1, u2: types
   return lambda u1, u2: (sp.narrow(u1, among1), sp.narrow(u2, among2))
 
 
@@ -1201,18 +1206,17 @@ def collide_convex_group(
   capsules, their cores too), and EPA, which costs several times GJK, runs on those only, the
   first nepa in pair order; more than nepa is an overflow (the rest get no contact).
   """
-  static = _static_pair(type1, type2)
+  types = _static_types(type1, type2)
   n = margin.shape[0]
-  if static:
+  if types is not None:
     t1, t2 = jnp.zeros(n, jnp.int32), jnp.zeros(n, jnp.int32)
-    type1, type2 = int(type1), int(type2)
-    ncon = CONVEX_PAIRS[(type1, type2)]
+    ncon = CONVEX_PAIRS[types]
   else:
     t1, t2 = type1, type2
-    type1 = type2 = None
     ncon = 4 if ncon is None else ncon
   ncon = ncon if multiccd else 1
-  gjk, epa, fin = _convex_colliders(type1, type2, among1, among2, int(ccd_iterations), ncon)
+  keys = types or (None, None)
+  gjk, epa, fin = _convex_colliders(*keys, among1, among2, int(ccd_iterations), ncon)
   tol = jnp.asarray(ccd_tolerance)
   # the items' shared values (traced where the model is): map_live's consts, not closed over
   shared = (verts1, verts2, tol)
@@ -1403,10 +1407,10 @@ def distance_group(
   itself. GJK runs on every pair, EPA only on the pairs whose geoms overlap
   (broadphase.map_live).
   """
-  static = _static_pair(type1, type2)
+  types = _static_types(type1, type2)
   n = distmax.shape[0]
-  t1, t2 = (jnp.zeros(n, jnp.int32),) * 2 if static else (type1, type2)
-  keys = (int(type1), int(type2)) if static else (None, None)
+  t1, t2 = (jnp.zeros(n, jnp.int32),) * 2 if types is not None else (type1, type2)
+  keys = types or (None, None)
   gjk, epa = _distance_colliders(*keys, among1, among2, int(ccd_iterations))
   tol = jnp.asarray(ccd_tolerance)
   live = jnp.ones(n, bool)
