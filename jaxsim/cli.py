@@ -192,9 +192,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.error('--batch and --steps must be positive')
   devices = None
   if args.command == 'simulate':
-    devices = args.devices or max(
-      n for n in range(1, min(os.cpu_count() or 1, args.batch) + 1) if args.batch % n == 0
-    )
+    devices = args.devices
+    if devices is None:
+      devices = max(
+        n for n in range(1, min(os.cpu_count() or 1, args.batch) + 1) if args.batch % n == 0
+      )
     if devices < 1 or args.batch % devices:
       parser.error(f'--devices {devices}: must be a positive divisor of --batch {args.batch}')
   # before anything runs on JAX's backend: XLA's faster-compiling emitters (same run time), and

@@ -72,8 +72,9 @@ def test_simulate_split_over_cpu_devices_steps_each_world_as_one_device(tmp_path
     trajs.append(np.load(out))
   for k in ('qpos', 'qvel', 'time'):
     np.testing.assert_array_equal(trajs[0][k], trajs[1][k])
-  r = _run('simulate', pendulum, '--batch', '4', '--devices', '3')
-  assert r.returncode == 2 and 'must be a positive divisor of --batch 4' in r.stderr, r.stderr
+  for bad in ('3', '0'):
+    r = _run('simulate', pendulum, '--batch', '4', '--devices', bad)
+    assert r.returncode == 2 and 'must be a positive divisor of --batch 4' in r.stderr, r.stderr
 
 
 def test_info_reports_model_errors(tmp_path):
