@@ -35,14 +35,16 @@ FAST_COMPILE = {'xla_backend_optimization_level': 0, 'xla_llvm_disable_expensive
 
 
 @functools.partial(jax.jit, compiler_options=FAST_COMPILE)
-def _position_at(m: Model, qpos: jax.Array) -> Data:
-  """Data after the position stage at qpos: one program per model structure (models that differ
-  in values only, as a randomised mass, share it)."""
-  return _position(m, make_data(m, ncon=0, nefc=0).replace(qpos=qpos))
+def _position_at(m: Model, qpos: jax.Array) -> tuple[Data, jax.Array]:
+  """Data after the position stage at qpos, and its actuator moments as dense (nu, nv) rows: one
+  program per model structure (models that differ in values only, as a randomised mass, share
+  it; the dense rows are made here because eager jnp would compile a program per op)."""
+  d = _position(m, make_data(m, ncon=0, nefc=0).replace(qpos=qpos))
+  return d, actuation.moment_dense(m, d.actuator_moment)
 
 
 def _position_fn(m: Model):
-  """qpos -> Data after the position stage."""
+  """qpos -> (Data after the position stage, dense actuator moments (nu, nv))."""
   return lambda qpos: _position_at(m, jnp.asarray(qpos, m.qpos0.dtype))
 
 
@@ -285,7 +287,8 @@ def set_const(compiled: dict[str, Any]) -> dict[str, Any]:
     m64 = make_model(compiled)
     simple = body_simple(m64)
     at = _position_fn(m64)
-    d = at(m64.qpos0)
+    d, moment = at(m64.qpos0)
+    moment = np.asarray(moment)
     qm = np.asarray(d.qM)
     minv = _inv_m(qm)
     # dof_M0: the diagonal of the composite-inertia pass, armature included (mj_setM0)
@@ -297,7 +300,6 @@ def set_const(compiled: dict[str, Any]) -> dict[str, Any]:
     body_iw, dof_iw = _invweights(m64, d, minv, simple)
     ten_j = np.asarray(d.ten_J)
     tendon_iw = ((ten_j @ minv) * ten_j).sum(axis=1) if m64.nv else np.zeros(m64.ntendon)
-    moment = np.asarray(actuation.moment_dense(m64, d.actuator_moment))
     acc0 = np.linalg.norm(moment @ minv, axis=1) if m64.nv else np.zeros(m64.nu)
     eq_data = _eq_data(m64, d)
     biasprm = _dampratio(m64, moment, minv)
@@ -320,7 +322,7 @@ def set_const(compiled: dict[str, Any]) -> dict[str, Any]:
       ls = np.array(m64.tendon_lengthspring, dtype=np.float64, copy=True)
       unset = (ls[:, 0] == -1) & (ls[:, 1] == -1)
       if unset.any():
-        ds = at(m64.qpos_spring)
+        ds, _ = at(m64.qpos_spring)
         ls[unset] = np.asarray(ds.ten_length)[unset, None]
       fields['tendon_lengthspring'] = ls
     fields.update(_camera0(m64, d))

@@ -1031,10 +1031,10 @@ def make_model(compiled: Mapping[str, Any]) -> Model:
   return Model(**fields)
 
 
-def make_contact(ncon: int, dtype) -> Contact:
-  """Empty contact slots."""
-  z = lambda *s: jnp.zeros(s, dtype=dtype)  # noqa: E731
-  i = lambda *s: jnp.full(s, -1, dtype=jnp.int32)  # noqa: E731
+def make_contact(ncon: int, dtype, xp=jnp) -> Contact:
+  """Empty contact slots, as `xp` arrays (jax.numpy, or NumPy for make_data's host path)."""
+  z = lambda *s: xp.zeros(s, dtype=dtype)  # noqa: E731
+  i = lambda *s: xp.full(s, -1, dtype=np.int32)  # noqa: E731
   return Contact(
     dist=z(ncon),
     pos=z(ncon, 3),
@@ -1045,13 +1045,13 @@ def make_contact(ncon: int, dtype) -> Contact:
     solreffriction=z(ncon, 2),
     solimp=z(ncon, 5),
     adhesion=z(ncon),
-    dim=jnp.zeros(ncon, dtype=jnp.int32),
+    dim=xp.zeros(ncon, dtype=np.int32),
     geom1=i(ncon),
     geom2=i(ncon),
     geom=i(ncon, 2),
     efc_address=i(ncon),
     mu=z(ncon),
-    active=jnp.zeros(ncon, dtype=bool),
+    active=xp.zeros(ncon, dtype=bool),
   )
 
 
@@ -1100,7 +1100,8 @@ def make_data(m: Model, ncon: int | None = None, nefc: int | None = None) -> Dat
   """A Data at the model's qpos0 with zero velocity (mj_makeData + mj_resetData).
 
   Contact slots and constraint rows have the model's static counts (`m.nconmax`, `m.nefcmax`)
-  unless given.
+  unless given. Outside a trace the fields are made in NumPy and put on the device in one call:
+  jnp.zeros would compile a program per new shape (about 40 per model, a second in all).
   """
   dtype = m.qpos0.dtype
   if ncon is None:
@@ -1109,22 +1110,27 @@ def make_data(m: Model, ncon: int | None = None, nefc: int | None = None) -> Dat
     nefc = int(m.nefcmax)
   lay = m.layout
   width = lay.efc_width if lay is not None and nefc == lay.nefc else 0
-  z = lambda *s: jnp.zeros(s, dtype=dtype)  # noqa: E731
+  traced = any(isinstance(x, jax.core.Tracer) for x in (m.qpos0, m.body_pos, jnp.zeros(())))
+  xp = jnp if traced else np
+  z = lambda *s: xp.zeros(s, dtype=dtype)  # noqa: E731
   nv, nu, na = m.nv, m.nu, m.na
   nbody, ngeom, nsite, njnt = m.nbody, m.ngeom, m.nsite, m.njnt
   ntendon, nmocap = m.ntendon, m.nmocap
-  eye = lambda n: jnp.tile(jnp.eye(3, dtype=dtype), (n, 1, 1))  # noqa: E731
-  quat = lambda n: jnp.tile(jnp.array([1.0, 0, 0, 0], dtype=dtype), (n, 1))  # noqa: E731
+  eye = lambda n: xp.tile(xp.eye(3, dtype=dtype), (n, 1, 1))  # noqa: E731
+  quat = lambda n: xp.tile(xp.array([1.0, 0, 0, 0], dtype=dtype), (n, 1))  # noqa: E731
   mocap = np.asarray(m.body_mocapid) >= 0
-  return Data(
-    time=jnp.zeros((), dtype=dtype),
-    qpos=jnp.asarray(m.qpos0, dtype=dtype),
+  body_pos, body_quat = (
+    (m.body_pos, m.body_quat) if traced else map(np.asarray, (m.body_pos, m.body_quat))
+  )
+  d = Data(
+    time=xp.zeros((), dtype=dtype),
+    qpos=xp.asarray(m.qpos0, dtype=dtype),
     qvel=z(nv),
     act=z(na),
     ctrl=z(nu),
-    mocap_pos=m.body_pos[mocap] if nmocap else z(0, 3),
-    mocap_quat=m.body_quat[mocap] if nmocap else z(0, 4),
-    eq_active=jnp.asarray(np.asarray(m.eq_active0, dtype=bool)),
+    mocap_pos=body_pos[mocap] if nmocap else z(0, 3),
+    mocap_quat=body_quat[mocap] if nmocap else z(0, 4),
+    eq_active=xp.asarray(np.asarray(m.eq_active0, dtype=bool)),
     qacc=z(nv),
     qacc_warmstart=z(nv),
     act_dot=z(na),
@@ -1149,9 +1155,9 @@ def make_data(m: Model, ncon: int | None = None, nefc: int | None = None) -> Dat
     ten_length=z(ntendon),
     ten_velocity=z(ntendon),
     ten_J=z(ntendon, nv),
-    ten_wrapadr=jnp.zeros(ntendon, dtype=jnp.int32),
-    ten_wrapnum=jnp.zeros(ntendon, dtype=jnp.int32),
-    wrap_obj=jnp.zeros(2 * m.nwrap, dtype=jnp.int32),
+    ten_wrapadr=xp.zeros(ntendon, dtype=np.int32),
+    ten_wrapnum=xp.zeros(ntendon, dtype=np.int32),
+    wrap_obj=xp.zeros(2 * m.nwrap, dtype=np.int32),
     wrap_xpos=z(2 * m.nwrap, 3),
     actuator_length=z(nu),
     actuator_velocity=z(nu),
@@ -1172,10 +1178,10 @@ def make_data(m: Model, ncon: int | None = None, nefc: int | None = None) -> Dat
     qacc_smooth=z(nv),
     qfrc_constraint=z(nv),
     qfrc_inverse=z(nv),
-    contact=make_contact(ncon, dtype),
-    ncon=jnp.zeros((), dtype=jnp.int32),
+    contact=make_contact(ncon, dtype, xp),
+    ncon=xp.zeros((), dtype=np.int32),
     efc_J=z(nefc, width or nv),
-    efc_J_body=jnp.zeros((nefc, 2 if width else 0), jnp.int32),
+    efc_J_body=xp.zeros((nefc, 2 if width else 0), np.int32),
     efc_pos=z(nefc),
     efc_margin=z(nefc),
     efc_frictionloss=z(nefc),
@@ -1185,15 +1191,15 @@ def make_data(m: Model, ncon: int | None = None, nefc: int | None = None) -> Dat
     efc_vel=z(nefc),
     efc_aref=z(nefc),
     efc_force=z(nefc),
-    efc_state=jnp.zeros(nefc, dtype=jnp.int32),
-    efc_active=jnp.zeros(nefc, dtype=bool),
-    efc_type=jnp.zeros(nefc, dtype=jnp.int32),
-    efc_id=jnp.zeros(nefc, dtype=jnp.int32),
-    solver_niter=jnp.zeros((), dtype=jnp.int32),
-    solver_neval=jnp.zeros((), dtype=jnp.int32),
+    efc_state=xp.zeros(nefc, dtype=np.int32),
+    efc_active=xp.zeros(nefc, dtype=bool),
+    efc_type=xp.zeros(nefc, dtype=np.int32),
+    efc_id=xp.zeros(nefc, dtype=np.int32),
+    solver_niter=xp.zeros((), dtype=np.int32),
+    solver_neval=xp.zeros((), dtype=np.int32),
     sensordata=z(m.nsensordata),
     energy=z(2),
-    warning=jnp.zeros(NWARNING, dtype=jnp.int32),  # mjtWarning order
+    warning=xp.zeros(NWARNING, dtype=np.int32),  # mjtWarning order
     # computed lazily, for the sensors that need them (mj_subtreeVel, mj_rnePostConstraint)
     subtree_linvel=z(nbody, 3),
     subtree_angmom=z(nbody, 3),
@@ -1202,3 +1208,4 @@ def make_data(m: Model, ncon: int | None = None, nefc: int | None = None) -> Dat
     cfrc_ext=z(nbody, 6),
     solver_fwdinv=z(2),  # mj_compareFwdInv, with the fwdinv enable flag
   )
+  return d if traced else jax.device_put(d)
