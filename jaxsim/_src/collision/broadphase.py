@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import math as pymath
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -165,6 +165,21 @@ def scatter(x: jax.Array, idx: jax.Array, n: int, fill) -> jax.Array:
   x's trailing shape) elsewhere."""
   out = jnp.broadcast_to(jnp.asarray(fill, x.dtype), (n,) + x.shape[1:])
   return out.at[idx].set(x, unique_indices=True)
+
+
+class Item(NamedTuple):
+  """A collider of one item for map_live: f (differentiable: fixed-length loops) and fast (the
+  same values with early-exit loops, primal only)."""
+
+  f: Callable[..., Any]
+  fast: Callable[..., Any]
+
+
+def item(g: Callable[..., Any]) -> Item:
+  """The Item of g(x, *consts, early=False), a collider whose loops stop early with early=True.
+  Made once per static setting by the colliders' factories, so that map_live's chunk program
+  (_chunk_program, keyed by the function) is traced once."""
+  return Item(g, functools.partial(g, early=True))
 
 
 def _fmap(g: Callable, x: Any, c: tuple) -> Any:

@@ -1243,18 +1243,6 @@ def collide_convex_group(
   return out, overflow
 
 
-class _Item(NamedTuple):
-  """A collider of one item for broadphase.map_live: f (differentiable, fixed-length loops) and
-  fast (the same with early-exit loops)."""
-
-  f: Callable[..., Any]
-  fast: Callable[..., Any]
-
-
-def _item(g: Callable[..., Any]) -> _Item:
-  return _Item(g, functools.partial(g, early=True))
-
-
 @functools.cache
 def _convex_colliders(type1, type2, among1, among2, kmax: int, ncon: int):
   """collide_convex_group's three per-pair stages (GJK, EPA, contact features) for a group's
@@ -1284,7 +1272,7 @@ def _convex_colliders(type1, type2, among1, among2, kmax: int, ncon: int):
     (a, p1), (b, p2) = mesh(a, v1, q1), mesh(b, v2, q2)
     return _finish(a, b, *ty(u1, u2), c, mg, ncon, static, p1, p2, early)
 
-  return _item(gjk), _item(epa), _item(fin)
+  return broadphase.item(gjk), broadphase.item(epa), broadphase.item(fin)
 
 
 # ------------------------------------------ geom distance ----------------------------------------
@@ -1380,7 +1368,7 @@ def _distance_colliders(type1, type2, among1, among2, kmax: int):
     a, b, g, u1, u2 = x
     return _distance_epa(_with_mesh(a, v1), _with_mesh(b, v2), *ty(u1, u2), kmax, tol, g, early)
 
-  return _item(gjk), _item(epa)
+  return broadphase.item(gjk), broadphase.item(epa)
 
 
 def distance_group(

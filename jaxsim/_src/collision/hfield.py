@@ -267,7 +267,7 @@ def _prism_collider(gtype: int | None, among: tuple[int, ...] | None, kmax: int)
       p, gk, gtype if gtype is not None else sp.narrow(t, among), margin[k], kmax, tol, early
     )
 
-  return pen, functools.partial(pen, early=True)
+  return broadphase.item(pen)
 
 
 def collide_hfield_group(
@@ -305,9 +305,13 @@ def collide_hfield_group(
   pair = jnp.arange(n * npr, dtype=jnp.int32) // npr
   types = jnp.zeros(n, jnp.int32) if static else gtype
 
-  pen, pen_fast = _prism_collider(gtype if static else None, among, kmax)
+  pen = _prism_collider(gtype if static else None, among, kmax)
   res = broadphase.map_live(
-    pen, on, (prisms.reshape(-1, 6, 3), pair, types[pair]), fast=pen_fast, consts=(gl, margin, tol)
+    pen.f,
+    on,
+    (prisms.reshape(-1, 6, 3), pair, types[pair]),
+    fast=pen.fast,
+    consts=(gl, margin, tol),
   )
 
   def back(x):
