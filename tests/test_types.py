@@ -97,6 +97,21 @@ def test_make_data(model):
   assert jax.tree_util.tree_structure(d) == jax.tree_util.tree_structure(d2)
 
 
+def test_make_data_compiles_nothing_outside_a_trace(model, caplog):
+  """Outside a trace make_data builds its fields on the host (a program per new shape cost 0.8-1
+  s per model) and gives the same Data, field by field, as under jit."""
+  jaxsim.make_data(model)  # the process's first make_data may compile its tracer probe
+  xml = '<mujoco><worldbody>' + '<body><joint/><geom size=".1"/>' * 7 + '</body>' * 7
+  other = jaxsim.load_string(xml + '<site name="s" pos="0 0 1"/></worldbody></mujoco>')
+  with caplog.at_level('WARNING', logger='jax'), jax.log_compiles():
+    d = jaxsim.make_data(other)
+  assert not [r for r in caplog.records if 'XLA compilation' in r.getMessage()]
+  traced = jax.jit(jaxsim.make_data)(other)
+  for a, b in zip(jax.tree_util.tree_leaves(d), jax.tree_util.tree_leaves(traced), strict=True):
+    assert a.dtype == b.dtype and a.shape == b.shape
+    np.testing.assert_array_equal(a, b)
+
+
 def test_name2id(model):
   assert model.name2id('body', 'b') == 2
   assert model.name2id('joint', 'j') == 0

@@ -1110,7 +1110,8 @@ def make_data(m: Model, ncon: int | None = None, nefc: int | None = None) -> Dat
     nefc = int(m.nefcmax)
   lay = m.layout
   width = lay.efc_width if lay is not None and nefc == lay.nefc else 0
-  traced = any(isinstance(x, jax.core.Tracer) for x in (m.qpos0, m.body_pos, jnp.zeros(())))
+  leaves = (m.qpos0, m.body_pos, m.body_quat, jnp.zeros(()))  # the zeros: a tracer under jit
+  traced = any(isinstance(x, jax.core.Tracer) for x in leaves)
   xp = jnp if traced else np
   z = lambda *s: xp.zeros(s, dtype=dtype)  # noqa: E731
   nv, nu, na = m.nv, m.nu, m.na
