@@ -8,7 +8,8 @@ compiled more than once (the same key). From the repository's root:
   python -m pytest -q -n 2 -p benchmarks.compile_log tests/test_adhesion.py
   python benchmarks/compile_log.py
 
-COMPILE_LOG_DIR names the folder of the JSON files (default: the current one). The suite's
+COMPILE_LOG_DIR names the folder of the JSON files (default: jaxsim-compile-log in the system's
+temporary folder); a run starts by removing the files a previous run left there. The suite's
 persistent compilation cache (tests/conftest.py) turns a repeated program into a cache read,
 which this log does not count as a compile: add JAXSIM_TEST_CACHE=off to see every compile.
 """
@@ -23,10 +24,14 @@ import logging
 import os
 import re
 import sys
+import tempfile
 
 import jax
 
 PREFIX = 'compile_log_'
+FOLDER = os.environ.get('COMPILE_LOG_DIR') or os.path.join(
+  tempfile.gettempdir(), 'jaxsim-compile-log'
+)
 _TIMINGS = (
   ('trace', re.compile(r'Finished tracing (.*?) for jit in ([0-9.e-]+) sec')),
   ('lower', re.compile(r'Finished jaxpr to MLIR module conversion (.*?) in ([0-9.e-]+) sec')),
@@ -63,6 +68,11 @@ _recorder = _Recorder()
 
 
 def pytest_configure(config) -> None:
+  if 'PYTEST_XDIST_WORKER' not in os.environ:
+    # the controller (or the only process): a new run's files only
+    os.makedirs(FOLDER, exist_ok=True)
+    for old in glob.glob(os.path.join(FOLDER, f'{PREFIX}*.json')):
+      os.remove(old)
   jax.config.update('jax_log_compiles', True)
   # jax logs compile timings as warnings and cache keys at debug level; kept out of pytest's
   # capture and the terminal (the suite's own log checks install their handlers per test)
@@ -83,7 +93,7 @@ def pytest_runtest_teardown(item) -> None:
 
 def _dump() -> None:
   worker = os.environ.get('PYTEST_XDIST_WORKER', 'main')
-  path = os.path.join(os.environ.get('COMPILE_LOG_DIR', '.'), f'{PREFIX}{worker}.json')
+  path = os.path.join(FOLDER, f'{PREFIX}{worker}.json')
   with open(path, 'w') as f:
     json.dump(_recorder.records, f)
 
@@ -122,7 +132,7 @@ def summarize(paths: list[str], top: int = 20) -> str:
 
 
 def main(argv: list[str]) -> int:
-  folder = argv[0] if argv else os.environ.get('COMPILE_LOG_DIR', '.')
+  folder = argv[0] if argv else FOLDER
   paths = sorted(glob.glob(os.path.join(folder, f'{PREFIX}*.json')))
   if not paths:
     print(f'no {PREFIX}*.json in {folder}: run pytest with -p benchmarks.compile_log first')
