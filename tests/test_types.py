@@ -5,6 +5,7 @@ import os
 
 import jax
 import jax.numpy as jnp
+import mujoco
 import numpy as np
 import pytest
 
@@ -95,6 +96,49 @@ def test_make_data(model):
   d2 = d.replace(qvel=jnp.ones(model.nv))
   assert float(d2.qvel.sum()) == model.nv
   assert jax.tree_util.tree_structure(d) == jax.tree_util.tree_structure(d2)
+
+
+_NAMED = """
+<mujoco model="{n}">
+  <compiler angle="radian"/>
+  <worldbody>
+    <site name="{n}_anchor" pos="0 0 1"/>
+    <body name="{n}_arm" pos="0 0 1"><joint name="{n}_hinge" axis="0 1 0" damping=".1"/>
+      <geom name="{n}_rod" type="capsule" fromto="0 0 0 .4 0 0" size=".03"/>
+      <site name="{n}_tip" pos=".4 0 0"/>
+      <body name="{n}_fore" pos=".4 0 0"><joint name="{n}_elbow" axis="0 1 0"/>
+        <geom name="{n}_hand" size=".05" pos=".2 0 0"/></body></body>
+  </worldbody>
+  <tendon>
+    <spatial name="{n}_cord"><site site="{n}_anchor"/><site site="{n}_tip"/></spatial>
+  </tendon>
+  <actuator><motor name="{n}_m" joint="{n}_elbow" gear="2"/><position tendon="{n}_cord" kp="5"/>
+  </actuator>
+</mujoco>
+"""
+
+
+def test_model_loaded_again_under_other_names_compiles_nothing(caplog):
+  """The qpos0 constants' position pass (set_const) does not depend on the MJCF's names, model
+  name or notes: a model loaded again under other names reuses its program, and its constants
+  are MuJoCo's."""
+  jaxsim.load_string(_NAMED.format(n='first'))
+  with caplog.at_level('WARNING', logger='jax'), jax.log_compiles():
+    caplog.clear()
+    m = jaxsim.load_string(_NAMED.format(n='second'))
+  assert not [r for r in caplog.records if 'XLA compilation' in r.getMessage()]
+  assert m.model_name == 'second' and m.names['body'][1] == 'second_arm'
+  mj = mujoco.MjModel.from_xml_string(_NAMED.format(n='second'))
+  for name in (
+    'dof_invweight0',
+    'body_invweight0',
+    'tendon_length0',
+    'tendon_invweight0',
+    'actuator_length0',
+    'actuator_acc0',
+    'dof_M0',
+  ):
+    oracle.assert_close(name, getattr(m, name), getattr(mj, name), rtol=1e-10, atol=1e-12)
 
 
 def test_make_data_compiles_nothing_outside_a_trace(model, caplog):

@@ -43,9 +43,16 @@ def _position_at(m: Model, qpos: jax.Array) -> tuple[Data, jax.Array]:
   return d, actuation.moment_dense(m, d.actuator_moment)
 
 
+# the MJCF's names and notes: static fields of Model, so part of jit's cache key, but read by no
+# stage of the position pass; without them a model loaded again under other names (or from
+# another file) finds the program compiled before
+_NOTES = {'names': {}, 'model_name': '', 'compiler': {}, 'size': {}, 'statistic': {}, 'stat': {}}
+
+
 def _position_fn(m: Model):
   """qpos -> (Data after the position stage, dense actuator moments (nu, nv))."""
-  return lambda qpos: _position_at(m, jnp.asarray(qpos, m.qpos0.dtype))
+  plain = m.replace(**_NOTES)
+  return lambda qpos: _position_at(plain, jnp.asarray(qpos, m.qpos0.dtype))
 
 
 def body_simple(m: Model) -> np.ndarray:
