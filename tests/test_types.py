@@ -118,15 +118,21 @@ _NAMED = """
 """
 
 
+def _xla_compiles(caplog, f):
+  """(f(), the XLA compiles logged while it ran)."""
+  with caplog.at_level('WARNING', logger='jax'), jax.log_compiles():
+    caplog.clear()  # f's records only (compile logging may be on for the whole run)
+    out = f()
+  return out, [r for r in caplog.records if 'XLA compilation' in r.getMessage()]
+
+
 def test_model_loaded_again_under_other_names_compiles_nothing(caplog):
   """The qpos0 constants' position pass (set_const) does not depend on the MJCF's names, model
   name or notes: a model loaded again under other names reuses its program, and its constants
   are MuJoCo's."""
   jaxsim.load_string(_NAMED.format(n='first'))
-  with caplog.at_level('WARNING', logger='jax'), jax.log_compiles():
-    caplog.clear()
-    m = jaxsim.load_string(_NAMED.format(n='second'))
-  assert not [r for r in caplog.records if 'XLA compilation' in r.getMessage()]
+  m, compiles = _xla_compiles(caplog, lambda: jaxsim.load_string(_NAMED.format(n='second')))
+  assert not compiles
   assert m.model_name == 'second' and m.names['body'][1] == 'second_arm'
   mj = mujoco.MjModel.from_xml_string(_NAMED.format(n='second'))
   for name in (
@@ -147,10 +153,8 @@ def test_make_data_compiles_nothing_outside_a_trace(model, caplog):
   jaxsim.make_data(model)  # the process's first make_data may compile its tracer probe
   xml = '<mujoco><worldbody>' + '<body><joint/><geom size=".1"/>' * 7 + '</body>' * 7
   other = jaxsim.load_string(xml + '<site name="s" pos="0 0 1"/></worldbody></mujoco>')
-  with caplog.at_level('WARNING', logger='jax'), jax.log_compiles():
-    caplog.clear()  # only make_data's records (compile logging may be on for the whole run)
-    d = jaxsim.make_data(other)
-  assert not [r for r in caplog.records if 'XLA compilation' in r.getMessage()]
+  d, compiles = _xla_compiles(caplog, lambda: jaxsim.make_data(other))
+  assert not compiles
   traced = jax.jit(jaxsim.make_data)(other)
   for a, b in zip(jax.tree_util.tree_leaves(d), jax.tree_util.tree_leaves(traced), strict=True):
     assert a.dtype == b.dtype and a.shape == b.shape
